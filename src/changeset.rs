@@ -1,0 +1,193 @@
+//! An in-memory set of file changes, written all at once or not at all.
+//!
+//! Every command renders its whole change here first. Only when every file rendered and every
+//! check passed does [`ChangeSet::write`] touch the disk, so bad input never leaves a
+//! half-scaffolded repository behind.
+
+use std::{
+    collections::BTreeMap,
+    fs, io,
+    path::{Path, PathBuf},
+};
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Create,
+    Update,
+}
+
+impl ChangeKind {
+    pub fn verb(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "create",
+            ChangeKind::Update => "update",
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ChangeError {
+    #[error("cannot read {path}: {error}")]
+    Read { path: PathBuf, error: io::Error },
+    #[error("cannot write {path}: {error}; nothing was changed")]
+    Write { path: PathBuf, error: io::Error },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: PathBuf,
+    pub kind: ChangeKind,
+    pub contents: String,
+}
+
+/// Pending changes below `root`, keyed by path relative to it.
+#[derive(Debug)]
+pub struct ChangeSet {
+    root: PathBuf,
+    files: BTreeMap<PathBuf, Change>,
+}
+
+impl ChangeSet {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Sets the contents of `path`; whether it is a creation or an update is decided by the disk.
+    pub fn put(&mut self, path: impl Into<PathBuf>, contents: String) {
+        let path = path.into();
+        let kind = if self.root.join(&path).exists() {
+            ChangeKind::Update
+        } else {
+            ChangeKind::Create
+        };
+        self.files.insert(path.clone(), Change { path, kind, contents });
+    }
+
+    /// The contents `path` will have: the pending change if there is one, else what is on disk.
+    pub fn read(&self, path: impl AsRef<Path>) -> Result<Option<String>, ChangeError> {
+        let path = path.as_ref();
+        if let Some(change) = self.files.get(path) {
+            return Ok(Some(change.contents.clone()));
+        }
+        let full = self.root.join(path);
+        match fs::read_to_string(&full) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(ChangeError::Read { path: full, error }),
+        }
+    }
+
+    pub fn exists(&self, path: impl AsRef<Path>) -> bool {
+        self.files.contains_key(path.as_ref()) || self.root.join(path).exists()
+    }
+
+    /// The changes, sorted by path, skipping updates that would not change the file.
+    pub fn changes(&self) -> Vec<&Change> {
+        self.files
+            .values()
+            .filter(|change| {
+                change.kind == ChangeKind::Create
+                    || fs::read_to_string(self.root.join(&change.path)).map_or(true, |old| old != change.contents)
+            })
+            .collect()
+    }
+
+    /// Writes every change. Each file is staged next to its destination and renamed into place
+    /// only after all of them were staged, so an I/O error part-way leaves the tree untouched.
+    pub fn write(&self) -> Result<Vec<&Change>, ChangeError> {
+        let changes = self.changes();
+        let mut created_dirs: Vec<PathBuf> = Vec::new();
+        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let result = (|| {
+            for change in &changes {
+                let dest = self.root.join(&change.path);
+                let parent = dest.parent().unwrap_or(&self.root).to_path_buf();
+                create_dirs(&parent, &mut created_dirs).map_err(|error| ChangeError::Write {
+                    path: parent.clone(),
+                    error,
+                })?;
+                let stage = staging_path(&dest);
+                fs::write(&stage, &change.contents).map_err(|error| ChangeError::Write {
+                    path: dest.clone(),
+                    error,
+                })?;
+                staged.push((stage, dest));
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            for (stage, _) in &staged {
+                let _ = fs::remove_file(stage);
+            }
+            for dir in created_dirs.iter().rev() {
+                let _ = fs::remove_dir(dir);
+            }
+            return Err(error);
+        }
+        for (stage, dest) in &staged {
+            fs::rename(stage, dest).map_err(|error| ChangeError::Write {
+                path: dest.clone(),
+                error,
+            })?;
+        }
+        Ok(changes)
+    }
+}
+
+fn staging_path(dest: &Path) -> PathBuf {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dest.with_file_name(format!(".{name}.kopgen-tmp"))
+}
+
+/// Creates `dir` and its missing ancestors, remembering each one created so it can be removed again.
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        create_dirs(parent, created)?;
+    }
+    fs::create_dir(dir)?;
+    created.push(dir.to_path_buf());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_everything_or_nothing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // A file where a directory is needed makes the second write fail.
+        fs::write(tmp.path().join("blocker"), "x").expect("write");
+        let mut set = ChangeSet::new(tmp.path());
+        set.put("a/first.txt", "1".into());
+        set.put("blocker/second.txt", "2".into());
+        assert!(set.write().is_err());
+        assert!(!tmp.path().join("a").exists(), "created directories are removed again");
+        let entries: Vec<_> = fs::read_dir(tmp.path()).expect("read_dir").collect();
+        assert_eq!(entries.len(), 1, "only the blocker remains");
+    }
+
+    #[test]
+    fn unchanged_files_are_not_reported() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join("same.txt"), "same").expect("write");
+        let mut set = ChangeSet::new(tmp.path());
+        set.put("same.txt", "same".into());
+        set.put("new.txt", "new".into());
+        let written: Vec<_> = set.write().expect("write").into_iter().map(|c| c.path.clone()).collect();
+        assert_eq!(written, [PathBuf::from("new.txt")]);
+        assert_eq!(set.read("new.txt").expect("read").as_deref(), Some("new"));
+    }
+}

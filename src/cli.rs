@@ -1,0 +1,202 @@
+//! The command line: clap definitions and the thin layer that runs a command, prints what it
+//! did and turns errors into messages. Everything below it returns typed errors.
+
+use std::{io::Write, path::PathBuf, process::ExitCode};
+
+use anyhow::Context as _;
+use clap::{ArgAction, CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+
+use crate::{
+    changeset::ChangeSet,
+    scaffold::{
+        api::{self, ApiOptions},
+        init::{self, InitOptions, License},
+    },
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kopgen",
+    version,
+    about = "Kubebuilder for Rust: scaffold Kubernetes operators on kube-rs",
+    after_help = "Example:\n  kopgen init --domain example.com\n  kopgen create api --group apps --version v1alpha1 --kind Blog"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scaffold a new operator repository.
+    #[command(after_help = "Example:\n  mkdir blog-operator && cd blog-operator\n  kopgen init --domain example.com --owner \"Example Corp\"")]
+    Init(InitArgs),
+    /// Add to the project.
+    #[command(subcommand)]
+    Create(CreateCommand),
+    /// Print kopgen's version.
+    Version,
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  kopgen completion bash > ~/.local/share/bash-completion/completions/kopgen")]
+    Completion {
+        /// The shell to complete for.
+        shell: Shell,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Domain of the project's API groups: kinds live in `<group>.<domain>`.
+    #[arg(long, default_value = "my.domain")]
+    pub domain: String,
+    /// Name of the project and its crate (default: the directory's name).
+    #[arg(long)]
+    pub project_name: Option<String>,
+    /// Owner named in the copyright header.
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// License header of generated Rust files.
+    #[arg(long, value_enum, default_value_t = License::Apache2)]
+    pub license: License,
+    /// The manager watches only its own namespace: Roles instead of ClusterRoles, WATCH_NAMESPACE set.
+    #[arg(long)]
+    pub namespaced: bool,
+    /// Directory to scaffold into (created if missing).
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Scaffold even if the directory already holds a project; kopgen's files are overwritten.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the files that would be written, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Add a kind: its types, a controller, samples and RBAC helper roles.
+    #[command(after_help = "Examples:\n  kopgen create api --group apps --version v1alpha1 --kind Blog\n  \
+                            kopgen create api --group apps --version v1 --kind Blog --controller=false\n  \
+                            kopgen create api --group apps --version v1 --kind Deployment --resource=false")]
+    Api(ApiArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ApiArgs {
+    /// API group, a DNS-1123 label; the full group is `<group>.<domain>`.
+    #[arg(long)]
+    pub group: String,
+    /// API version, e.g. v1, v1beta1, v1alpha1.
+    #[arg(long)]
+    pub version: String,
+    /// Kind, in PascalCase.
+    #[arg(long)]
+    pub kind: String,
+    /// Plural resource name (default: kube-derive's rule, e.g. Policy → policies).
+    #[arg(long)]
+    pub plural: Option<String>,
+    /// Whether the kind is namespaced; --namespaced=false makes it cluster-scoped.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub namespaced: bool,
+    /// Scaffold the kind's types. --resource=false scaffolds only a controller (e.g. for a built-in kind).
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub resource: bool,
+    /// Scaffold a controller for the kind.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub controller: bool,
+    /// Project directory.
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Scaffold again over existing files of this kind.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the files that would be written or edited, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Init(args) => {
+            let options = InitOptions {
+                path: args.path.clone(),
+                domain: args.domain,
+                project_name: args.project_name,
+                owner: args.owner,
+                license: args.license,
+                namespaced: args.namespaced,
+                force: args.force,
+            };
+            let changes = init::plan(&options).context("kopgen init")?;
+            finish(&changes, args.dry_run, out)?;
+            if !args.dry_run {
+                let cd = if args.path == PathBuf::from(".") {
+                    String::new()
+                } else {
+                    format!("  cd {}\n", args.path.display())
+                };
+                writeln!(
+                    out,
+                    "\nNext:\n{cd}  kopgen create api --group <group> --version v1alpha1 --kind <Kind>\n  make test"
+                )?;
+            }
+        }
+        Command::Create(CreateCommand::Api(args)) => {
+            let options = ApiOptions {
+                path: args.path,
+                group: args.group,
+                version: args.version,
+                kind: args.kind,
+                plural: args.plural,
+                namespaced: args.namespaced,
+                resource: args.resource,
+                controller: args.controller,
+                force: args.force,
+            };
+            let changes = api::plan(&options).context("kopgen create api")?;
+            finish(&changes, args.dry_run, out)?;
+            if !args.dry_run {
+                writeln!(out, "\nNext: edit the types and the reconcile loop, then\n  make manifests\n  make test")?;
+            }
+        }
+        Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
+        Command::Completion { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kopgen", &mut buf);
+            out.write_all(&buf)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `changes` (or only lists them with `dry_run`) and prints one line per file, like `cargo new`.
+fn finish(changes: &ChangeSet, dry_run: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if dry_run {
+        for change in changes.changes() {
+            writeln!(out, "would {} {}", change.kind.verb(), change.path.display())?;
+        }
+        return Ok(());
+    }
+    let written = changes.write()?;
+    for change in written {
+        let verb = match change.kind {
+            crate::changeset::ChangeKind::Create => "Created",
+            crate::changeset::ChangeKind::Update => "Updated",
+        };
+        writeln!(out, "{verb:>12} {}", change.path.display())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Editing files at marked insertion points.
+//!
+//! `init` lays markers such as `// +kopgen:scaffold:api-modules`; later commands insert lines
+//! just above them, indented like the marker, and nowhere else. Lines already present are not
+//! inserted again, so re-running a command never duplicates code, and user code around the
+//! markers is never touched.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum InsertionError {
+    #[error(
+        "{file}: the insertion point `{marker}` is missing. kopgen edits this file only at that marker; \
+         restore the line `{marker}` where new entries should go (see a freshly initialised project), then re-run"
+    )]
+    MissingMarker { file: String, marker: String },
+    #[error("{file}: the insertion point `{marker}` appears {count} times; keep exactly one")]
+    DuplicateMarker { file: String, marker: String, count: usize },
+}
+
+/// Where new lines go relative to the lines already above a marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Right above the marker, in the order given.
+    Append,
+    /// Into the run of lines directly above the marker, keeping it in rustfmt's order
+    /// (`mod` and `use` lists), so that generated code stays rustfmt-clean.
+    Sorted,
+}
+
+/// Returns `contents` with `lines` inserted above the line containing `marker`.
+/// Lines already present (compared without surrounding white space) are skipped.
+pub fn insert_before_marker(
+    file: &str,
+    contents: &str,
+    marker: &str,
+    lines: &[String],
+) -> Result<String, InsertionError> {
+    insert_at_marker(file, contents, marker, lines, Placement::Append)
+}
+
+/// Like [`insert_before_marker`], with a choice of [`Placement`].
+pub fn insert_at_marker(
+    file: &str,
+    contents: &str,
+    marker: &str,
+    lines: &[String],
+    placement: Placement,
+) -> Result<String, InsertionError> {
+    let positions: Vec<usize> = contents
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_end().ends_with(marker))
+        .map(|(i, _)| i)
+        .collect();
+    let index = match positions.as_slice() {
+        [index] => *index,
+        [] => {
+            return Err(InsertionError::MissingMarker {
+                file: file.to_owned(),
+                marker: marker.to_owned(),
+            });
+        }
+        more => {
+            return Err(InsertionError::DuplicateMarker {
+                file: file.to_owned(),
+                marker: marker.to_owned(),
+                count: more.len(),
+            });
+        }
+    };
+    let existing: Vec<&str> = contents.lines().map(str::trim).collect();
+    let all_lines: Vec<&str> = contents.lines().collect();
+    let marker_line = all_lines[index];
+    let indent = &marker_line[..marker_line.len() - marker_line.trim_start().len()];
+    let new_lines: Vec<String> = lines
+        .iter()
+        .filter(|line| !existing.contains(&line.trim()))
+        .map(|line| format!("{indent}{line}"))
+        .collect();
+    if new_lines.is_empty() {
+        return Ok(contents.to_owned());
+    }
+    let mut out: Vec<String> = all_lines.iter().map(|line| (*line).to_owned()).collect();
+    match placement {
+        Placement::Append => {
+            out.splice(index..index, new_lines);
+        }
+        Placement::Sorted => {
+            let block_start = all_lines[..index]
+                .iter()
+                .rposition(|line| {
+                    let t = line.trim();
+                    t.is_empty() || t.starts_with("//") || t.starts_with('#')
+                })
+                .map_or(0, |i| i + 1);
+            let mut block: Vec<String> = out.drain(block_start..index).collect();
+            block.extend(new_lines);
+            block.sort_by(|a, b| version_cmp(a.trim(), b.trim()));
+            out.splice(block_start..block_start, block);
+        }
+    }
+    let mut text = out.join("\n");
+    if contents.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// rustfmt's "version sorting" (style edition 2024): digit runs compare as numbers, so
+/// `v2` sorts before `v10`; everything else compares as text.
+pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut a, mut b) = (a, b);
+    loop {
+        match (a.is_empty(), b.is_empty()) {
+            (true, true) => return std::cmp::Ordering::Equal,
+            (true, false) => return std::cmp::Ordering::Less,
+            (false, true) => return std::cmp::Ordering::Greater,
+            _ => {}
+        }
+        let a_digits = a.bytes().take_while(u8::is_ascii_digit).count();
+        let b_digits = b.bytes().take_while(u8::is_ascii_digit).count();
+        let ordering = if a_digits > 0 && b_digits > 0 {
+            let (x, y) = (a[..a_digits].trim_start_matches('0'), b[..b_digits].trim_start_matches('0'));
+            x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+        } else {
+            a.as_bytes()[0].cmp(&b.as_bytes()[0])
+        };
+        if ordering != std::cmp::Ordering::Equal {
+            return ordering;
+        }
+        let (step_a, step_b) = if a_digits > 0 && b_digits > 0 { (a_digits, b_digits) } else { (1, 1) };
+        a = &a[step_a..];
+        b = &b[step_b..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_placement_keeps_rustfmt_order() {
+        let text = "//! doc\n\npub mod apps;\npub mod web;\n// +kopgen:scaffold:m\n";
+        let lines = vec!["pub mod batch;".to_owned()];
+        let out = insert_at_marker("m.rs", text, "+kopgen:scaffold:m", &lines, Placement::Sorted).expect("marker");
+        assert_eq!(out, "//! doc\n\npub mod apps;\npub mod batch;\npub mod web;\n// +kopgen:scaffold:m\n");
+        let first = insert_at_marker("m.rs", "// +kopgen:scaffold:m\n", "+kopgen:scaffold:m", &lines, Placement::Sorted);
+        assert_eq!(first.expect("marker"), "pub mod batch;\n// +kopgen:scaffold:m\n");
+    }
+
+    #[test]
+    fn version_sorting() {
+        let mut names = vec!["pub mod v10;", "pub mod v2;", "pub mod v1beta1;", "pub mod v1;", "pub mod v1alpha1;"];
+        names.sort_by(|a, b| version_cmp(a, b));
+        assert_eq!(names, ["pub mod v1;", "pub mod v1alpha1;", "pub mod v1beta1;", "pub mod v2;", "pub mod v10;"]);
+    }
+
+
+    #[test]
+    fn inserts_above_marker_with_its_indentation_once() {
+        let text = "fn f() {\n    // user code\n    // +kopgen:scaffold:x\n}\n";
+        let lines = vec!["a();".to_owned()];
+        let once = insert_before_marker("f.rs", text, "+kopgen:scaffold:x", &lines).expect("marker");
+        assert_eq!(once, "fn f() {\n    // user code\n    a();\n    // +kopgen:scaffold:x\n}\n");
+        let twice = insert_before_marker("f.rs", &once, "+kopgen:scaffold:x", &lines).expect("marker");
+        assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn missing_and_duplicate_markers_are_errors() {
+        let lines = vec!["a".to_owned()];
+        assert!(matches!(
+            insert_before_marker("f.rs", "nothing\n", "+kopgen:scaffold:x", &lines),
+            Err(InsertionError::MissingMarker { .. })
+        ));
+        assert!(matches!(
+            insert_before_marker("f.rs", "# +kopgen:scaffold:x\n# +kopgen:scaffold:x\n", "+kopgen:scaffold:x", &lines),
+            Err(InsertionError::DuplicateMarker { count: 2, .. })
+        ));
+    }
+}

@@ -1,0 +1,19 @@
+//! kopgen: Kubebuilder for Rust.
+//!
+//! The library is what the `kopgen` binary drives, exposed so tests and other tools can
+//! scaffold without spawning a process. Data flows one way: options are validated into a
+//! model, the model is rendered into an in-memory [`changeset::ChangeSet`], and only a
+//! complete change set is ever written to disk.
+
+pub mod changeset;
+pub mod cli;
+pub mod insertion;
+pub mod k8s_kinds;
+pub mod names;
+pub mod project;
+pub mod rustfmt;
+pub mod scaffold;
+pub mod templates;
+
+/// The version recorded in `PROJECT` files and printed by `kopgen version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

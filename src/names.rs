@@ -1,0 +1,251 @@
+//! Validation of the names users type on the command line.
+//!
+//! Every check returns a [`NameError`] whose message says what was wrong *and* what is
+//! allowed, because the user has to fix the flag without reading our source.
+
+use thiserror::Error;
+
+/// A rejected name. Callers branch on the variant (tests do), users read the message.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum NameError {
+    #[error(
+        "invalid domain {0:?}: a domain must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', \
+         each dot-separated part starting and ending with a letter or digit, at most 253 characters (e.g. example.com)"
+    )]
+    Domain(String),
+    #[error(
+        "invalid project name {0:?}: it must be a DNS-1123 label that is also a crate name: lowercase letters, \
+         digits and '-', starting with a letter, ending with a letter or digit, at most 63 characters (e.g. blog-operator); \
+         pass --project-name to choose one"
+    )]
+    ProjectName(String),
+    #[error("invalid project name {0:?}: {1} is reserved by Rust or Cargo; pass --project-name with another name")]
+    ReservedProjectName(String, &'static str),
+    #[error(
+        "invalid group {0:?}: a group must be a DNS-1123 label: lowercase letters, digits and '-', starting with a \
+         letter, ending with a letter or digit, at most 63 characters (e.g. apps, batch, web-tools)"
+    )]
+    Group(String),
+    #[error(
+        "invalid version {0:?}: a version is 'v' followed by a major number, optionally 'alpha' or 'beta' and a \
+         number, with no leading zeros (e.g. v1, v2beta1, v1alpha1)"
+    )]
+    Version(String),
+    #[error(
+        "invalid kind {0:?}: a kind is PascalCase: it starts with an uppercase ASCII letter and contains only ASCII \
+         letters and digits (e.g. Blog, CronJob)"
+    )]
+    Kind(String),
+    #[error("invalid kind {0:?}: it is a Rust keyword or a name the generated code needs; choose another kind")]
+    ReservedKind(String),
+    #[error(
+        "invalid kind {0:?}: kinds ending in 'List' clash with the list type Kubernetes derives for kind {1:?}; choose another kind"
+    )]
+    ListSuffix(String, String),
+    #[error(
+        "invalid plural {0:?}: a plural must be a lowercase DNS-1123 label (letters, digits, '-'; e.g. blogs)"
+    )]
+    Plural(String),
+}
+
+/// Whether `s` is a DNS-1123 label (RFC 1123, as Kubernetes validates names).
+pub fn is_dns1123_label(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !s.is_empty()
+        && s.len() <= 63
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Whether `s` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+pub fn validate_domain(domain: &str) -> Result<(), NameError> {
+    if is_dns1123_subdomain(domain) {
+        Ok(())
+    } else {
+        Err(NameError::Domain(domain.to_owned()))
+    }
+}
+
+/// Names Cargo refuses for a package, or that would shadow a crate every project links.
+const RESERVED_CRATE_NAMES: &[&str] = &[
+    "alloc", "core", "proc-macro", "proc_macro", "std", "test", "build", "deps", "examples", "incremental",
+    "kube", "k8s-openapi", "schemars", "serde", "tokio",
+];
+
+pub fn validate_project_name(name: &str) -> Result<(), NameError> {
+    if !is_dns1123_label(name) || !name.as_bytes()[0].is_ascii_lowercase() {
+        return Err(NameError::ProjectName(name.to_owned()));
+    }
+    if is_rust_keyword(&name.replace('-', "_")) {
+        return Err(NameError::ReservedProjectName(name.to_owned(), "it is a Rust keyword and"));
+    }
+    if RESERVED_CRATE_NAMES.contains(&name) {
+        return Err(NameError::ReservedProjectName(name.to_owned(), "it is a crate name that"));
+    }
+    Ok(())
+}
+
+pub fn validate_group(group: &str) -> Result<(), NameError> {
+    if is_dns1123_label(group) && group.as_bytes()[0].is_ascii_lowercase() {
+        Ok(())
+    } else {
+        Err(NameError::Group(group.to_owned()))
+    }
+}
+
+/// Kubernetes API versions: `v1`, `v2beta3`, `v1alpha1` (no leading zeros, non-zero major).
+pub fn validate_version(version: &str) -> Result<(), NameError> {
+    let err = || NameError::Version(version.to_owned());
+    let rest = version.strip_prefix('v').ok_or_else(err)?;
+    let major_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (major, rest) = rest.split_at(major_len);
+    if !is_positive_number(major) {
+        return Err(err());
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let minor = rest
+        .strip_prefix("alpha")
+        .or_else(|| rest.strip_prefix("beta"))
+        .ok_or_else(err)?;
+    if is_positive_number(minor) { Ok(()) } else { Err(err()) }
+}
+
+fn is_positive_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0')
+}
+
+/// Kinds become Rust type names (`Blog`, `BlogSpec`, `BlogStatus`), so they must be PascalCase
+/// identifiers that do not collide with what the generated code itself declares.
+pub fn validate_kind(kind: &str) -> Result<(), NameError> {
+    let mut chars = kind.chars();
+    let starts_upper = chars.next().is_some_and(|c| c.is_ascii_uppercase());
+    if !starts_upper || !kind.chars().all(|c| c.is_ascii_alphanumeric()) || kind.len() > 63 {
+        return Err(NameError::Kind(kind.to_owned()));
+    }
+    if is_rust_keyword(kind) || RESERVED_KINDS.contains(&kind) {
+        return Err(NameError::ReservedKind(kind.to_owned()));
+    }
+    if let Some(base) = kind.strip_suffix("List")
+        && !base.is_empty()
+    {
+        return Err(NameError::ListSuffix(kind.to_owned(), base.to_owned()));
+    }
+    Ok(())
+}
+
+/// Type names the scaffolded modules import or declare next to the kind.
+const RESERVED_KINDS: &[&str] = &[
+    "Self", "Context", "Error", "Result", "Action", "Api", "Client", "Controller", "Condition", "Event",
+    "Metrics", "Option", "Vec", "String", "Box", "Arc", "List",
+];
+
+pub fn validate_plural(plural: &str) -> Result<(), NameError> {
+    if is_dns1123_label(plural) {
+        Ok(())
+    } else {
+        Err(NameError::Plural(plural.to_owned()))
+    }
+}
+
+/// Rust's strict and reserved keywords in edition 2024.
+pub fn is_rust_keyword(s: &str) -> bool {
+    matches!(
+        s,
+        "as" | "break" | "const" | "continue" | "crate" | "else" | "enum" | "extern" | "false" | "fn" | "for"
+            | "if" | "impl" | "in" | "let" | "loop" | "match" | "mod" | "move" | "mut" | "pub" | "ref"
+            | "return" | "self" | "Self" | "static" | "struct" | "super" | "trait" | "true" | "type"
+            | "unsafe" | "use" | "where" | "while" | "async" | "await" | "dyn" | "abstract" | "become"
+            | "box" | "do" | "final" | "macro" | "override" | "priv" | "typeof" | "unsized" | "virtual"
+            | "yield" | "try" | "gen"
+    )
+}
+
+/// A Rust module name for a group or version: snake case, with a trailing `_` where the
+/// name is a keyword (`type` → `type_`), so any valid group yields a valid path.
+pub fn module_name(s: &str) -> String {
+    let snake = heck::ToSnakeCase::to_snake_case(s);
+    if is_rust_keyword(&snake) { format!("{snake}_") } else { snake }
+}
+
+/// kube-derive's plural rule, copied from `kube-derive` 5 `to_plural` so that the CRD name
+/// we scaffold matches the one `crd()` generates from the lowercased kind.
+pub fn kube_plural(kind: &str) -> String {
+    let word = kind.to_ascii_lowercase();
+    if word.ends_with('s') || word.ends_with('x') || word.ends_with('z') || word.ends_with("ch") || word.ends_with("sh")
+    {
+        return format!("{word}es");
+    }
+    if let Some(stem) = word.strip_suffix('y')
+        && stem.chars().last().is_some_and(|c| !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u'))
+    {
+        return format!("{stem}ies");
+    }
+    format!("{word}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        for ok in ["v1", "v2", "v1alpha1", "v1beta2", "v10beta10"] {
+            assert_eq!(validate_version(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "1", "v", "v0", "v01", "V1", "v1gamma1", "v1alpha", "v1alpha0", "v1beta01", "v1-beta1"] {
+            assert!(validate_version(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn kinds() {
+        assert!(validate_kind("Blog").is_ok());
+        assert!(validate_kind("CronJob2").is_ok());
+        assert_eq!(validate_kind("blog"), Err(NameError::Kind("blog".into())));
+        assert_eq!(validate_kind("Self"), Err(NameError::ReservedKind("Self".into())));
+        assert!(matches!(validate_kind("BlogList"), Err(NameError::ListSuffix(..))));
+        assert!(validate_kind("Blog-Post").is_err());
+        assert!(validate_kind("").is_err());
+    }
+
+    #[test]
+    fn plurals_follow_kube_derive() {
+        for (kind, plural) in [
+            ("Blog", "blogs"),
+            ("Ingress", "ingresses"),
+            ("Box", "boxes"),
+            ("Policy", "policies"),
+            ("Gateway", "gateways"),
+            ("Patch", "patches"),
+            ("Mesh", "meshes"),
+            ("Quiz", "quizes"),
+            ("Y", "ys"),
+        ] {
+            assert_eq!(kube_plural(kind), plural);
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(validate_domain("example.com").is_ok());
+        assert!(validate_domain("Example.com").is_err());
+        assert!(validate_domain("example..com").is_err());
+        assert!(validate_domain("-a.com").is_err());
+        assert!(validate_project_name("blog-operator").is_ok());
+        assert!(validate_project_name("1blog").is_err());
+        assert!(validate_project_name("blog_operator").is_err());
+        assert!(validate_project_name("test").is_err());
+        assert!(validate_project_name("fn").is_err());
+        assert!(validate_group("apps").is_ok());
+        assert!(validate_group("apps.example").is_err());
+        assert_eq!(module_name("type"), "type_");
+        assert_eq!(module_name("web-tools"), "web_tools");
+    }
+}

@@ -1,0 +1,459 @@
+//! `kopgen create api`: adds a kind (types, controller, samples, RBAC helper roles) and
+//! registers it at the insertion points `init` laid.
+
+use std::path::PathBuf;
+
+use heck::{ToKebabCase, ToSnakeCase};
+use thiserror::Error;
+
+use crate::{
+    changeset::{ChangeError, ChangeSet},
+    insertion::{InsertionError, Placement, insert_at_marker},
+    k8s_kinds::{self, BuiltinKind},
+    names::{self, NameError},
+    project::{self, Project, ProjectError, Resource, ResourceApi},
+    templates::{self, TemplateError},
+};
+
+/// What `kopgen create api` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    pub path: PathBuf,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: Option<String>,
+    pub namespaced: bool,
+    pub resource: bool,
+    pub controller: bool,
+    pub force: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(
+        "{group}/{version}, Kind={kind} already exists in PROJECT. Pass --force to scaffold it again (its generated files are overwritten)"
+    )]
+    Exists { group: String, version: String, kind: String },
+    #[error("{0}: already exists and was not scaffolded for this kind by kopgen. Move it away or pass --force to overwrite it")]
+    FileExists(String),
+    #[error("nothing to scaffold: --resource=false and --controller=false")]
+    NothingToDo,
+    #[error(
+        "{group}/{version}, Kind={kind} is neither a built-in Kubernetes kind known to k8s-openapi nor a kind of this project. \
+         Drop --resource=false to scaffold its types, or check the group, version and kind (e.g. --group apps --version v1 --kind Deployment)"
+    )]
+    UnknownExternal { group: String, version: String, kind: String },
+    #[error(
+        "Kind={kind} in group {group} is {existing} in version {existing_version}; all versions of a kind share one CRD scope. \
+         Pass --namespaced={existing_flag}"
+    )]
+    ScopeMismatch {
+        group: String,
+        kind: String,
+        existing: &'static str,
+        existing_version: String,
+        existing_flag: bool,
+    },
+    #[error(
+        "Kind={kind} in group {group} has plural {existing:?} in version {existing_version}; all versions share one CRD name. \
+         Pass --plural {existing}"
+    )]
+    PluralMismatch { group: String, kind: String, existing: String, existing_version: String },
+    #[error(transparent)]
+    Insertion(#[from] InsertionError),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+}
+
+/// The kind being scaffolded, with every name the templates need derived once.
+struct Kind {
+    group: String,
+    full_group: String,
+    version: String,
+    kind: String,
+    plural: String,
+    namespaced: bool,
+    group_mod: String,
+    version_mod: String,
+    kind_snake: String,
+}
+
+/// Validates `options` against the project and renders every created and edited file in memory.
+pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
+    if !options.resource && !options.controller {
+        return Err(ApiError::NothingToDo);
+    }
+    let mut project = Project::load(&options.path)?;
+    names::validate_version(&options.version)?;
+    names::validate_kind(&options.kind)?;
+    if let Some(plural) = &options.plural {
+        names::validate_plural(plural)?;
+    }
+    let mut changes = ChangeSet::new(options.path.clone());
+    let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
+    let header = super::init::header_from_boilerplate(&boilerplate);
+
+    if options.resource {
+        names::validate_group(&options.group)?;
+        plan_resource(options, &mut project, &header, &mut changes)?;
+    } else if let Some(own) = own_kind(&project, options) {
+        plan_own_controller(options, own, &mut project, &header, &mut changes)?;
+    } else {
+        plan_external_controller(options, &mut project, &header, &mut changes)?;
+    }
+    changes.put(project::PROJECT_FILE, project.render());
+    crate::rustfmt::format_long_lines(&mut changes);
+    Ok(changes)
+}
+
+fn plan_resource(
+    options: &ApiOptions,
+    project: &mut Project,
+    header: &str,
+    changes: &mut ChangeSet,
+) -> Result<(), ApiError> {
+    let full_group = format!("{}.{}", options.group, project.domain);
+    let same_kind: Vec<&Resource> = project
+        .resources
+        .iter()
+        .filter(|r| r.api.is_some() && r.group == options.group && r.kind == options.kind && r.domain.as_deref() == Some(&project.domain))
+        .collect();
+    let existing_version = same_kind.iter().find(|r| r.version == options.version);
+    if existing_version.is_some() && !options.force {
+        return Err(ApiError::Exists {
+            group: full_group,
+            version: options.version.clone(),
+            kind: options.kind.clone(),
+        });
+    }
+    let other_versions: Vec<&&Resource> = same_kind.iter().filter(|r| r.version != options.version).collect();
+    let plural = options.plural.clone().unwrap_or_else(|| names::kube_plural(&options.kind));
+    if let Some(first) = other_versions.first() {
+        let existing_namespaced = first.api.as_ref().is_some_and(|a| a.namespaced);
+        if existing_namespaced != options.namespaced {
+            return Err(ApiError::ScopeMismatch {
+                group: full_group,
+                kind: options.kind.clone(),
+                existing: if existing_namespaced { "namespaced" } else { "cluster-scoped" },
+                existing_version: first.version.clone(),
+                existing_flag: existing_namespaced,
+            });
+        }
+        let existing_plural = first.plural.clone().unwrap_or_else(|| names::kube_plural(&first.kind));
+        if existing_plural != plural {
+            return Err(ApiError::PluralMismatch {
+                group: full_group,
+                kind: options.kind.clone(),
+                existing: existing_plural,
+                existing_version: first.version.clone(),
+            });
+        }
+    }
+    // The first version scaffolded stays the storage version until the user moves it.
+    let storage = other_versions.is_empty();
+    // One controller per kind, on the storage version: a second version adds only types.
+    let has_controller = same_kind.iter().any(|r| r.controller && r.version != options.version);
+    let kind = Kind::new(&options.group, &full_group, &options.version, &options.kind, plural.clone(), options.namespaced);
+    let mut context = kind.context(project, header);
+    context.insert("storage", &storage);
+
+    let types_path = format!("src/api/{}/{}/{}.rs", kind.group_mod, kind.version_mod, kind.kind_snake);
+    put_new(changes, &types_path, templates::render("api/types.rs.tera", &context)?, options.force)?;
+    register_module(changes, "src/api/mod.rs", "+kopgen:scaffold:api-modules", &kind.group_mod, || {
+        templates::render("api/group_mod.rs.tera", &context)
+    }, &format!("src/api/{}/mod.rs", kind.group_mod))?;
+    register_module(
+        changes,
+        &format!("src/api/{}/mod.rs", kind.group_mod),
+        "+kopgen:scaffold:versions",
+        &kind.version_mod,
+        || templates::render("api/version_mod.rs.tera", &context),
+        &format!("src/api/{}/{}/mod.rs", kind.group_mod, kind.version_mod),
+    )?;
+    let version_file = format!("src/api/{}/{}/mod.rs", kind.group_mod, kind.version_mod);
+    let kind_module = [format!("mod {};", kind.kind_snake)];
+    edit_sorted(changes, &version_file, "+kopgen:scaffold:kind-modules", &kind_module)?;
+    let kind_export = [format!("pub use {}::*;", kind.kind_snake)];
+    edit_sorted(changes, &version_file, "+kopgen:scaffold:kind-exports", &kind_export)?;
+
+    let kebab = options.kind.to_kebab_case();
+    let sample = format!("{}_{}_{}.yaml", options.group, options.version, options.kind.to_snake_case());
+    put_new(changes, &format!("config/samples/{sample}"), templates::render("api/sample.yaml.tera", &context)?, options.force)?;
+    edit(changes, "config/samples/kustomization.yaml", "+kopgen:scaffold:manifestskustomizesamples", &[format!("- {sample}")])?;
+    edit(
+        changes,
+        "config/crd/kustomization.yaml",
+        "+kopgen:scaffold:crdkustomizeresource",
+        &[format!("- bases/{full_group}_{plural}.yaml")],
+    )?;
+    if storage {
+        let mut roles = Vec::new();
+        for role in ["admin", "editor", "viewer"] {
+            let file = format!("{}_{}_{role}_role.yaml", options.group, kebab.replace('-', "_"));
+            let text = templates::render(&format!("api/{role}_role.yaml.tera"), &context)?;
+            put_new(changes, &format!("config/rbac/{file}"), text, options.force)?;
+            roles.push(format!("- {file}"));
+        }
+        edit(changes, "config/rbac/kustomization.yaml", "+kopgen:scaffold:rbac-helper-roles", &roles)?;
+    }
+
+    let controller = options.controller && !has_controller;
+    if controller {
+        let text = templates::render("api/controller.rs.tera", &context)?;
+        register_controller(changes, &kind, &context, text, options.force)?;
+    }
+
+    let resource = Resource {
+        api: Some(ResourceApi {
+            crd_version: "v1".into(),
+            namespaced: options.namespaced,
+        }),
+        controller,
+        domain: Some(project.domain.clone()),
+        group: options.group.clone(),
+        kind: options.kind.clone(),
+        path: format!("crate::api::{}::{}::{}", kind.group_mod, kind.version_mod, options.kind),
+        plural: options.plural.clone(),
+        version: options.version.clone(),
+    };
+    upsert(project, resource);
+    Ok(())
+}
+
+/// The project's own kind of this group, version and kind, if it has one.
+fn own_kind(project: &Project, options: &ApiOptions) -> Option<Resource> {
+    project
+        .resources
+        .iter()
+        .find(|r| {
+            r.api.is_some() && r.group == options.group && r.version == options.version && r.kind == options.kind
+        })
+        .cloned()
+}
+
+/// A controller for a kind whose types were scaffolded earlier with `--controller=false`.
+fn plan_own_controller(
+    options: &ApiOptions,
+    mut own: Resource,
+    project: &mut Project,
+    header: &str,
+    changes: &mut ChangeSet,
+) -> Result<(), ApiError> {
+    let any_controller = project
+        .resources
+        .iter()
+        .any(|r| r.api.is_some() && r.group == own.group && r.kind == own.kind && r.controller);
+    if any_controller && !options.force {
+        return Err(ApiError::Exists {
+            group: own.full_group(),
+            version: options.version.clone(),
+            kind: options.kind.clone(),
+        });
+    }
+    let plural = own.plural.clone().unwrap_or_else(|| names::kube_plural(&own.kind));
+    let namespaced = own.api.as_ref().is_some_and(|a| a.namespaced);
+    let kind = Kind::new(&own.group, &own.full_group(), &own.version, &own.kind, plural, namespaced);
+    let context = kind.context(project, header);
+    let text = templates::render("api/controller.rs.tera", &context)?;
+    register_controller(changes, &kind, &context, text, options.force)?;
+    own.controller = true;
+    upsert(project, own);
+    Ok(())
+}
+
+fn plan_external_controller(
+    options: &ApiOptions,
+    project: &mut Project,
+    header: &str,
+    changes: &mut ChangeSet,
+) -> Result<(), ApiError> {
+    let builtin: BuiltinKind = k8s_kinds::find(&options.group, &options.version, &options.kind).ok_or_else(|| {
+        ApiError::UnknownExternal {
+            group: options.group.clone(),
+            version: options.version.clone(),
+            kind: options.kind.clone(),
+        }
+    })?;
+    let exists = project
+        .resources
+        .iter()
+        .any(|r| r.api.is_none() && r.path == builtin.rust_path && r.controller);
+    if exists && !options.force {
+        return Err(ApiError::Exists {
+            group: builtin.group.to_owned(),
+            version: options.version.clone(),
+            kind: options.kind.clone(),
+        });
+    }
+    let short_group = builtin.group.split('.').next().unwrap_or(builtin.group).to_owned();
+    let kind = Kind::new(&short_group, builtin.group, builtin.version, builtin.kind, builtin.plural.to_owned(), builtin.namespaced);
+    let mut context = kind.context(project, header);
+    context.insert("rust_path", builtin.rust_path);
+    context.insert("rbac_group", builtin.group);
+    let api_version = if builtin.group == "core" {
+        builtin.version.to_owned()
+    } else {
+        format!("{}/{}", builtin.group, builtin.version)
+    };
+    context.insert("api_version", &api_version);
+    let text = templates::render("api/builtin_controller.rs.tera", &context)?;
+    register_controller(changes, &kind, &context, text, options.force)?;
+    upsert(
+        project,
+        Resource {
+            api: None,
+            controller: true,
+            domain: None,
+            group: builtin.group.to_owned(),
+            kind: builtin.kind.to_owned(),
+            path: builtin.rust_path.to_owned(),
+            plural: None,
+            version: builtin.version.to_owned(),
+        },
+    );
+    Ok(())
+}
+
+impl Kind {
+    fn new(group: &str, full_group: &str, version: &str, kind: &str, plural: String, namespaced: bool) -> Self {
+        Self {
+            group: group.to_owned(),
+            full_group: full_group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural,
+            namespaced,
+            group_mod: names::module_name(group),
+            version_mod: names::module_name(version),
+            kind_snake: names::module_name(kind),
+        }
+    }
+
+    fn context(&self, project: &Project, header: &str) -> tera::Context {
+        let mut context = tera::Context::new();
+        context.insert("header", header);
+        context.insert("project_name", &project.project_name);
+        context.insert("crate_name", &project.project_name.replace('-', "_"));
+        context.insert("domain", &project.domain);
+        context.insert("group", &self.group);
+        context.insert("full_group", &self.full_group);
+        context.insert("version", &self.version);
+        context.insert("kind", &self.kind);
+        context.insert("kind_snake", &self.kind_snake);
+        context.insert("kind_kebab", &self.kind.to_kebab_case());
+        context.insert("plural", &self.plural);
+        context.insert("plural_ident", &names::module_name(&self.plural.replace('-', "_")));
+        context.insert("namespaced", &self.namespaced);
+        context.insert("group_mod", &self.group_mod);
+        context.insert("version_mod", &self.version_mod);
+        context.insert("shortname", &shortname(&self.kind));
+        context.insert("storage", &true);
+        context
+    }
+}
+
+/// Initials of a multi-word kind (`CronJob` → `cj`), the way built-in short names look;
+/// single-word kinds get none, since their singular name is already short.
+fn shortname(kind: &str) -> Option<String> {
+    let initials: String = kind.chars().filter(char::is_ascii_uppercase).collect();
+    (initials.len() >= 2).then(|| initials.to_ascii_lowercase())
+}
+
+fn register_controller(
+    changes: &mut ChangeSet,
+    kind: &Kind,
+    context: &tera::Context,
+    text: String,
+    force: bool,
+) -> Result<(), ApiError> {
+    let group_dir = format!("src/controllers/{}", kind.group_mod);
+    // Kubebuilder's `<kind>_controller` naming; it also keeps a kind named like its group
+    // (`db::Db`) from declaring a module inside a module of the same name.
+    let module = format!("{}_controller", kind.kind_snake);
+    put_new(changes, &format!("{group_dir}/{module}.rs"), text, force)?;
+    register_module(
+        changes,
+        "src/controllers/mod.rs",
+        "+kopgen:scaffold:controller-modules",
+        &kind.group_mod,
+        || templates::render("api/controllers_group_mod.rs.tera", context),
+        &format!("{group_dir}/mod.rs"),
+    )?;
+    let declaration = [format!("pub mod {module};")];
+    edit_sorted(changes, &format!("{group_dir}/mod.rs"), "+kopgen:scaffold:controllers", &declaration)?;
+    edit(
+        changes,
+        "src/controllers/mod.rs",
+        "+kopgen:scaffold:controller-start",
+        &[format!("Box::pin({}::{module}::run(ctx.clone(), shutdown.clone())),", kind.group_mod)],
+    )?;
+    Ok(())
+}
+
+/// Declares `pub mod <module>;` in `parent` and creates the module file if it is new.
+fn register_module(
+    changes: &mut ChangeSet,
+    parent: &str,
+    marker: &str,
+    module: &str,
+    render: impl FnOnce() -> Result<String, TemplateError>,
+    module_file: &str,
+) -> Result<(), ApiError> {
+    if !changes.exists(module_file) {
+        changes.put(module_file, render()?);
+    }
+    edit_sorted(changes, parent, marker, &[format!("pub mod {module};")])
+}
+
+/// Inserts `lines` right above `marker` in `file`, which must exist.
+fn edit(changes: &mut ChangeSet, file: &str, marker: &str, lines: &[String]) -> Result<(), ApiError> {
+    edit_at(changes, file, marker, lines, Placement::Append)
+}
+
+/// Inserts `lines` into the sorted list above `marker` (module and `use` lists).
+fn edit_sorted(changes: &mut ChangeSet, file: &str, marker: &str, lines: &[String]) -> Result<(), ApiError> {
+    edit_at(changes, file, marker, lines, Placement::Sorted)
+}
+
+fn edit_at(
+    changes: &mut ChangeSet,
+    file: &str,
+    marker: &str,
+    lines: &[String],
+    placement: Placement,
+) -> Result<(), ApiError> {
+    let contents = changes.read(file)?.ok_or_else(|| InsertionError::MissingMarker {
+        file: file.to_owned(),
+        marker: marker.to_owned(),
+    })?;
+    let edited = insert_at_marker(file, &contents, marker, lines, placement)?;
+    if edited != contents {
+        changes.put(file, edited);
+    }
+    Ok(())
+}
+
+/// Adds a file this command owns; an existing one is only replaced with --force.
+fn put_new(changes: &mut ChangeSet, file: &str, text: String, force: bool) -> Result<(), ApiError> {
+    if !force && changes.exists(file) {
+        return Err(ApiError::FileExists(file.to_owned()));
+    }
+    changes.put(file, text);
+    Ok(())
+}
+
+/// Replaces the PROJECT entry of the same group, version and kind, or appends one.
+fn upsert(project: &mut Project, resource: Resource) {
+    let same = |r: &Resource| r.group == resource.group && r.version == resource.version && r.kind == resource.kind && r.domain == resource.domain;
+    match project.resources.iter_mut().find(|r| same(r)) {
+        Some(existing) => *existing = resource,
+        None => project.resources.push(resource),
+    }
+}

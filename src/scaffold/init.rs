@@ -1,0 +1,138 @@
+//! `kopgen init`: renders a complete operator repository from `templates/init/`.
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::{
+    changeset::{ChangeError, ChangeSet},
+    names::{self, NameError},
+    project::{self, Project},
+    templates::{self, TemplateError},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum License {
+    /// Apache License 2.0 header on every Rust file.
+    Apache2,
+    /// No license header.
+    None,
+}
+
+/// What `kopgen init` was asked to do.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    pub path: PathBuf,
+    pub domain: String,
+    pub project_name: Option<String>,
+    pub owner: Option<String>,
+    pub license: License,
+    pub namespaced: bool,
+    pub force: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum InitError {
+    #[error(
+        "{path}: already contains a project ({file} exists). Pass --force to scaffold over it (kopgen's files are overwritten), or choose another --path"
+    )]
+    ExistingProject { path: String, file: &'static str },
+    #[error("{0}: is a file, not a directory. Pass --path with a directory (it is created if missing)")]
+    PathIsFile(String),
+    #[error("cannot tell the project name from {0}; pass --project-name")]
+    NoDirectoryName(String),
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+}
+
+/// Files whose presence means the directory already holds a project.
+const PROJECT_MARKERS: &[&str] = &[project::PROJECT_FILE, "Cargo.toml", "src/main.rs"];
+
+/// Validates `options` and renders the whole repository in memory.
+pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
+    let root = &options.path;
+    if root.is_file() {
+        return Err(InitError::PathIsFile(root.display().to_string()));
+    }
+    names::validate_domain(&options.domain)?;
+    let project_name = match &options.project_name {
+        Some(name) => name.clone(),
+        None => directory_name(root)?,
+    };
+    names::validate_project_name(&project_name)?;
+    if !options.force
+        && let Some(file) = PROJECT_MARKERS.iter().find(|f| root.join(f).exists())
+    {
+        return Err(InitError::ExistingProject {
+            path: root.display().to_string(),
+            file,
+        });
+    }
+
+    let mut context = tera::Context::new();
+    context.insert("project_name", &project_name);
+    context.insert("crate_name", &project_name.replace('-', "_"));
+    context.insert("domain", &options.domain);
+    let owner = options.owner.clone().unwrap_or_else(|| format!("The {project_name} Authors"));
+    context.insert("owner", &owner);
+    context.insert(
+        "license",
+        match options.license {
+            License::Apache2 => "apache2",
+            License::None => "none",
+        },
+    );
+    context.insert("namespaced", &options.namespaced);
+    context.insert("year", &super::current_year());
+    context.insert("kopgen_version", crate::VERSION);
+    let boilerplate = templates::render("init/hack/boilerplate.rs.txt.tera", &context)?;
+    context.insert("header", &header_from_boilerplate(&boilerplate));
+
+    let mut changes = ChangeSet::new(root.clone());
+    for name in templates::list("init") {
+        let output = name
+            .strip_prefix("init/")
+            .and_then(|n| n.strip_suffix(".tera"))
+            .unwrap_or(&name)
+            .to_owned();
+        changes.put(output, templates::render(&name, &context)?);
+    }
+    let project = Project {
+        cli_version: crate::VERSION.to_owned(),
+        domain: options.domain.clone(),
+        layout: vec![project::LAYOUT.to_owned()],
+        namespaced: options.namespaced,
+        project_name,
+        resources: vec![],
+        version: project::FORMAT_VERSION.to_owned(),
+    };
+    changes.put(project::PROJECT_FILE, project.render());
+    crate::rustfmt::format_long_lines(&mut changes);
+    Ok(changes)
+}
+
+/// The header that starts every generated Rust file: the boilerplate followed by a blank line.
+pub fn header_from_boilerplate(boilerplate: &str) -> String {
+    let trimmed = boilerplate.trim_end();
+    if trimmed.is_empty() { String::new() } else { format!("{trimmed}\n\n") }
+}
+
+fn directory_name(root: &Path) -> Result<String, InitError> {
+    let absolute = if root.is_absolute() {
+        root.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(root))
+            .unwrap_or_else(|_| root.to_path_buf())
+    };
+    let normalized = absolute.canonicalize().unwrap_or(absolute);
+    normalized
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| InitError::NoDirectoryName(root.display().to_string()))
+}
