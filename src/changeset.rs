@@ -69,7 +69,14 @@ impl ChangeSet {
         } else {
             ChangeKind::Create
         };
-        self.files.insert(path.clone(), Change { path, kind, contents });
+        self.files.insert(
+            path.clone(),
+            Change {
+                path,
+                kind,
+                contents,
+            },
+        );
     }
 
     /// The contents `path` will have: the pending change if there is one, else what is on disk.
@@ -96,7 +103,8 @@ impl ChangeSet {
             .values()
             .filter(|change| {
                 change.kind == ChangeKind::Create
-                    || fs::read_to_string(self.root.join(&change.path)).map_or(true, |old| old != change.contents)
+                    || fs::read_to_string(self.root.join(&change.path))
+                        .map_or(true, |old| old != change.contents)
             })
             .collect()
     }
@@ -144,7 +152,10 @@ impl ChangeSet {
 }
 
 fn staging_path(dest: &Path) -> PathBuf {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     dest.with_file_name(format!(".{name}.kopgen-tmp"))
 }
 
@@ -174,7 +185,10 @@ mod tests {
         set.put("a/first.txt", "1".into());
         set.put("blocker/second.txt", "2".into());
         assert!(set.write().is_err());
-        assert!(!tmp.path().join("a").exists(), "created directories are removed again");
+        assert!(
+            !tmp.path().join("a").exists(),
+            "created directories are removed again"
+        );
         let entries: Vec<_> = fs::read_dir(tmp.path()).expect("read_dir").collect();
         assert_eq!(entries.len(), 1, "only the blocker remains");
     }
@@ -186,7 +200,12 @@ mod tests {
         let mut set = ChangeSet::new(tmp.path());
         set.put("same.txt", "same".into());
         set.put("new.txt", "new".into());
-        let written: Vec<_> = set.write().expect("write").into_iter().map(|c| c.path.clone()).collect();
+        let written: Vec<_> = set
+            .write()
+            .expect("write")
+            .into_iter()
+            .map(|c| c.path.clone())
+            .collect();
         assert_eq!(written, [PathBuf::from("new.txt")]);
         assert_eq!(set.read("new.txt").expect("read").as_deref(), Some("new"));
     }

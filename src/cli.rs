@@ -1,7 +1,11 @@
 //! The command line: clap definitions and the thin layer that runs a command, prints what it
 //! did and turns errors into messages. Everything below it returns typed errors.
 
-use std::{io::Write, path::PathBuf, process::ExitCode};
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use anyhow::Context as _;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand};
@@ -30,7 +34,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Scaffold a new operator repository.
-    #[command(after_help = "Example:\n  mkdir blog-operator && cd blog-operator\n  kopgen init --domain example.com --owner \"Example Corp\"")]
+    #[command(
+        after_help = "Example:\n  mkdir blog-operator && cd blog-operator\n  kopgen init --domain example.com --owner \"Example Corp\""
+    )]
     Init(InitArgs),
     /// Add to the project.
     #[command(subcommand)]
@@ -38,7 +44,9 @@ pub enum Command {
     /// Print kopgen's version.
     Version,
     /// Print a shell completion script.
-    #[command(after_help = "Example:\n  kopgen completion bash > ~/.local/share/bash-completion/completions/kopgen")]
+    #[command(
+        after_help = "Example:\n  kopgen completion bash > ~/.local/share/bash-completion/completions/kopgen"
+    )]
     Completion {
         /// The shell to complete for.
         shell: Shell,
@@ -76,9 +84,11 @@ pub struct InitArgs {
 #[derive(Debug, Subcommand)]
 pub enum CreateCommand {
     /// Add a kind: its types, a controller, samples and RBAC helper roles.
-    #[command(after_help = "Examples:\n  kopgen create api --group apps --version v1alpha1 --kind Blog\n  \
+    #[command(
+        after_help = "Examples:\n  kopgen create api --group apps --version v1alpha1 --kind Blog\n  \
                             kopgen create api --group apps --version v1 --kind Blog --controller=false\n  \
-                            kopgen create api --group apps --version v1 --kind Deployment --resource=false")]
+                            kopgen create api --group apps --version v1 --kind Deployment --resource=false"
+    )]
     Api(ApiArgs),
 }
 
@@ -143,7 +153,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             let changes = init::plan(&options).context("kopgen init")?;
             finish(&changes, args.dry_run, out)?;
             if !args.dry_run {
-                let cd = if args.path == PathBuf::from(".") {
+                let cd = if args.path == Path::new(".") {
                     String::new()
                 } else {
                     format!("  cd {}\n", args.path.display())
@@ -169,7 +179,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             let changes = api::plan(&options).context("kopgen create api")?;
             finish(&changes, args.dry_run, out)?;
             if !args.dry_run {
-                writeln!(out, "\nNext: edit the types and the reconcile loop, then\n  make manifests\n  make test")?;
+                writeln!(
+                    out,
+                    "\nNext: edit the types and the reconcile loop, then\n  make manifests\n  make test"
+                )?;
             }
         }
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
@@ -186,7 +199,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
 fn finish(changes: &ChangeSet, dry_run: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if dry_run {
         for change in changes.changes() {
-            writeln!(out, "would {} {}", change.kind.verb(), change.path.display())?;
+            writeln!(
+                out,
+                "would {} {}",
+                change.kind.verb(),
+                change.path.display()
+            )?;
         }
         return Ok(());
     }

@@ -15,7 +15,11 @@ pub enum InsertionError {
     )]
     MissingMarker { file: String, marker: String },
     #[error("{file}: the insertion point `{marker}` appears {count} times; keep exactly one")]
-    DuplicateMarker { file: String, marker: String, count: usize },
+    DuplicateMarker {
+        file: String,
+        marker: String,
+        count: usize,
+    },
 }
 
 /// Where new lines go relative to the lines already above a marker.
@@ -121,7 +125,10 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         let a_digits = a.bytes().take_while(u8::is_ascii_digit).count();
         let b_digits = b.bytes().take_while(u8::is_ascii_digit).count();
         let ordering = if a_digits > 0 && b_digits > 0 {
-            let (x, y) = (a[..a_digits].trim_start_matches('0'), b[..b_digits].trim_start_matches('0'));
+            let (x, y) = (
+                a[..a_digits].trim_start_matches('0'),
+                b[..b_digits].trim_start_matches('0'),
+            );
             x.len().cmp(&y.len()).then_with(|| x.cmp(y))
         } else {
             a.as_bytes()[0].cmp(&b.as_bytes()[0])
@@ -129,7 +136,11 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         if ordering != std::cmp::Ordering::Equal {
             return ordering;
         }
-        let (step_a, step_b) = if a_digits > 0 && b_digits > 0 { (a_digits, b_digits) } else { (1, 1) };
+        let (step_a, step_b) = if a_digits > 0 && b_digits > 0 {
+            (a_digits, b_digits)
+        } else {
+            (1, 1)
+        };
         a = &a[step_a..];
         b = &b[step_b..];
     }
@@ -143,27 +154,65 @@ mod tests {
     fn sorted_placement_keeps_rustfmt_order() {
         let text = "//! doc\n\npub mod apps;\npub mod web;\n// +kopgen:scaffold:m\n";
         let lines = vec!["pub mod batch;".to_owned()];
-        let out = insert_at_marker("m.rs", text, "+kopgen:scaffold:m", &lines, Placement::Sorted).expect("marker");
-        assert_eq!(out, "//! doc\n\npub mod apps;\npub mod batch;\npub mod web;\n// +kopgen:scaffold:m\n");
-        let first = insert_at_marker("m.rs", "// +kopgen:scaffold:m\n", "+kopgen:scaffold:m", &lines, Placement::Sorted);
-        assert_eq!(first.expect("marker"), "pub mod batch;\n// +kopgen:scaffold:m\n");
+        let out = insert_at_marker(
+            "m.rs",
+            text,
+            "+kopgen:scaffold:m",
+            &lines,
+            Placement::Sorted,
+        )
+        .expect("marker");
+        assert_eq!(
+            out,
+            "//! doc\n\npub mod apps;\npub mod batch;\npub mod web;\n// +kopgen:scaffold:m\n"
+        );
+        let first = insert_at_marker(
+            "m.rs",
+            "// +kopgen:scaffold:m\n",
+            "+kopgen:scaffold:m",
+            &lines,
+            Placement::Sorted,
+        );
+        assert_eq!(
+            first.expect("marker"),
+            "pub mod batch;\n// +kopgen:scaffold:m\n"
+        );
     }
 
     #[test]
     fn version_sorting() {
-        let mut names = vec!["pub mod v10;", "pub mod v2;", "pub mod v1beta1;", "pub mod v1;", "pub mod v1alpha1;"];
+        let mut names = vec![
+            "pub mod v10;",
+            "pub mod v2;",
+            "pub mod v1beta1;",
+            "pub mod v1;",
+            "pub mod v1alpha1;",
+        ];
         names.sort_by(|a, b| version_cmp(a, b));
-        assert_eq!(names, ["pub mod v1;", "pub mod v1alpha1;", "pub mod v1beta1;", "pub mod v2;", "pub mod v10;"]);
+        assert_eq!(
+            names,
+            [
+                "pub mod v1;",
+                "pub mod v1alpha1;",
+                "pub mod v1beta1;",
+                "pub mod v2;",
+                "pub mod v10;"
+            ]
+        );
     }
-
 
     #[test]
     fn inserts_above_marker_with_its_indentation_once() {
         let text = "fn f() {\n    // user code\n    // +kopgen:scaffold:x\n}\n";
         let lines = vec!["a();".to_owned()];
-        let once = insert_before_marker("f.rs", text, "+kopgen:scaffold:x", &lines).expect("marker");
-        assert_eq!(once, "fn f() {\n    // user code\n    a();\n    // +kopgen:scaffold:x\n}\n");
-        let twice = insert_before_marker("f.rs", &once, "+kopgen:scaffold:x", &lines).expect("marker");
+        let once =
+            insert_before_marker("f.rs", text, "+kopgen:scaffold:x", &lines).expect("marker");
+        assert_eq!(
+            once,
+            "fn f() {\n    // user code\n    a();\n    // +kopgen:scaffold:x\n}\n"
+        );
+        let twice =
+            insert_before_marker("f.rs", &once, "+kopgen:scaffold:x", &lines).expect("marker");
         assert_eq!(once, twice);
     }
 
@@ -175,7 +224,12 @@ mod tests {
             Err(InsertionError::MissingMarker { .. })
         ));
         assert!(matches!(
-            insert_before_marker("f.rs", "# +kopgen:scaffold:x\n# +kopgen:scaffold:x\n", "+kopgen:scaffold:x", &lines),
+            insert_before_marker(
+                "f.rs",
+                "# +kopgen:scaffold:x\n# +kopgen:scaffold:x\n",
+                "+kopgen:scaffold:x",
+                &lines
+            ),
             Err(InsertionError::DuplicateMarker { count: 2, .. })
         ));
     }

@@ -18,17 +18,20 @@ pub struct BuiltinKind {
 static TABLE: &str = include_str!("data/k8s_kinds.tsv");
 
 fn all() -> impl Iterator<Item = BuiltinKind> {
-    TABLE.lines().filter(|line| !line.starts_with('#')).filter_map(|line| {
-        let mut cols = line.split('\t');
-        Some(BuiltinKind {
-            group: cols.next()?,
-            version: cols.next()?,
-            kind: cols.next()?,
-            plural: cols.next()?,
-            namespaced: cols.next()? == "namespaced",
-            rust_path: cols.next()?,
+    TABLE
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let mut cols = line.split('\t');
+            Some(BuiltinKind {
+                group: cols.next()?,
+                version: cols.next()?,
+                kind: cols.next()?,
+                plural: cols.next()?,
+                namespaced: cols.next()? == "namespaced",
+                rust_path: cols.next()?,
+            })
         })
-    })
 }
 
 /// Finds a built-in kind. `group` may be the full group (`networking.k8s.io`) or its first
@@ -48,13 +51,20 @@ mod tests {
     #[test]
     fn finds_core_and_grouped_kinds() {
         let deployment = find("apps", "v1", "Deployment").expect("Deployment");
-        assert_eq!(deployment.rust_path, "k8s_openapi::api::apps::v1::Deployment");
+        assert_eq!(
+            deployment.rust_path,
+            "k8s_openapi::api::apps::v1::Deployment"
+        );
         assert!(deployment.namespaced);
         let cm = find("core", "v1", "ConfigMap").expect("ConfigMap");
         assert_eq!(cm.group, "core");
         let ingress = find("networking", "v1", "Ingress").expect("Ingress");
         assert_eq!(ingress.group, "networking.k8s.io");
-        assert!(!find("core", "v1", "Namespace").expect("Namespace").namespaced);
+        assert!(
+            !find("core", "v1", "Namespace")
+                .expect("Namespace")
+                .namespaced
+        );
         assert!(find("apps", "v1", "Blog").is_none());
     }
 }

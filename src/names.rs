@@ -19,7 +19,9 @@ pub enum NameError {
          pass --project-name to choose one"
     )]
     ProjectName(String),
-    #[error("invalid project name {0:?}: {1} is reserved by Rust or Cargo; pass --project-name with another name")]
+    #[error(
+        "invalid project name {0:?}: {1} is reserved by Rust or Cargo; pass --project-name with another name"
+    )]
     ReservedProjectName(String, &'static str),
     #[error(
         "invalid group {0:?}: a group must be a DNS-1123 label: lowercase letters, digits and '-', starting with a \
@@ -36,7 +38,9 @@ pub enum NameError {
          letters and digits (e.g. Blog, CronJob)"
     )]
     Kind(String),
-    #[error("invalid kind {0:?}: it is a Rust keyword or a name the generated code needs; choose another kind")]
+    #[error(
+        "invalid kind {0:?}: it is a Rust keyword or a name the generated code needs; choose another kind"
+    )]
     ReservedKind(String),
     #[error(
         "invalid kind {0:?}: kinds ending in 'List' clash with the list type Kubernetes derives for kind {1:?}; choose another kind"
@@ -53,7 +57,9 @@ pub fn is_dns1123_label(s: &str) -> bool {
     let bytes = s.as_bytes();
     !s.is_empty()
         && s.len() <= 63
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
@@ -73,8 +79,21 @@ pub fn validate_domain(domain: &str) -> Result<(), NameError> {
 
 /// Names Cargo refuses for a package, or that would shadow a crate every project links.
 const RESERVED_CRATE_NAMES: &[&str] = &[
-    "alloc", "core", "proc-macro", "proc_macro", "std", "test", "build", "deps", "examples", "incremental",
-    "kube", "k8s-openapi", "schemars", "serde", "tokio",
+    "alloc",
+    "core",
+    "proc-macro",
+    "proc_macro",
+    "std",
+    "test",
+    "build",
+    "deps",
+    "examples",
+    "incremental",
+    "kube",
+    "k8s-openapi",
+    "schemars",
+    "serde",
+    "tokio",
 ];
 
 pub fn validate_project_name(name: &str) -> Result<(), NameError> {
@@ -82,10 +101,16 @@ pub fn validate_project_name(name: &str) -> Result<(), NameError> {
         return Err(NameError::ProjectName(name.to_owned()));
     }
     if is_rust_keyword(&name.replace('-', "_")) {
-        return Err(NameError::ReservedProjectName(name.to_owned(), "it is a Rust keyword and"));
+        return Err(NameError::ReservedProjectName(
+            name.to_owned(),
+            "it is a Rust keyword and",
+        ));
     }
     if RESERVED_CRATE_NAMES.contains(&name) {
-        return Err(NameError::ReservedProjectName(name.to_owned(), "it is a crate name that"));
+        return Err(NameError::ReservedProjectName(
+            name.to_owned(),
+            "it is a crate name that",
+        ));
     }
     Ok(())
 }
@@ -114,7 +139,11 @@ pub fn validate_version(version: &str) -> Result<(), NameError> {
         .strip_prefix("alpha")
         .or_else(|| rest.strip_prefix("beta"))
         .ok_or_else(err)?;
-    if is_positive_number(minor) { Ok(()) } else { Err(err()) }
+    if is_positive_number(minor) {
+        Ok(())
+    } else {
+        Err(err())
+    }
 }
 
 fn is_positive_number(s: &str) -> bool {
@@ -142,8 +171,23 @@ pub fn validate_kind(kind: &str) -> Result<(), NameError> {
 
 /// Type names the scaffolded modules import or declare next to the kind.
 const RESERVED_KINDS: &[&str] = &[
-    "Self", "Context", "Error", "Result", "Action", "Api", "Client", "Controller", "Condition", "Event",
-    "Metrics", "Option", "Vec", "String", "Box", "Arc", "List",
+    "Self",
+    "Context",
+    "Error",
+    "Result",
+    "Action",
+    "Api",
+    "Client",
+    "Controller",
+    "Condition",
+    "Event",
+    "Metrics",
+    "Option",
+    "Vec",
+    "String",
+    "Box",
+    "Arc",
+    "List",
 ];
 
 pub fn validate_plural(plural: &str) -> Result<(), NameError> {
@@ -158,12 +202,57 @@ pub fn validate_plural(plural: &str) -> Result<(), NameError> {
 pub fn is_rust_keyword(s: &str) -> bool {
     matches!(
         s,
-        "as" | "break" | "const" | "continue" | "crate" | "else" | "enum" | "extern" | "false" | "fn" | "for"
-            | "if" | "impl" | "in" | "let" | "loop" | "match" | "mod" | "move" | "mut" | "pub" | "ref"
-            | "return" | "self" | "Self" | "static" | "struct" | "super" | "trait" | "true" | "type"
-            | "unsafe" | "use" | "where" | "while" | "async" | "await" | "dyn" | "abstract" | "become"
-            | "box" | "do" | "final" | "macro" | "override" | "priv" | "typeof" | "unsized" | "virtual"
-            | "yield" | "try" | "gen"
+        "as" | "break"
+            | "const"
+            | "continue"
+            | "crate"
+            | "else"
+            | "enum"
+            | "extern"
+            | "false"
+            | "fn"
+            | "for"
+            | "if"
+            | "impl"
+            | "in"
+            | "let"
+            | "loop"
+            | "match"
+            | "mod"
+            | "move"
+            | "mut"
+            | "pub"
+            | "ref"
+            | "return"
+            | "self"
+            | "Self"
+            | "static"
+            | "struct"
+            | "super"
+            | "trait"
+            | "true"
+            | "type"
+            | "unsafe"
+            | "use"
+            | "where"
+            | "while"
+            | "async"
+            | "await"
+            | "dyn"
+            | "abstract"
+            | "become"
+            | "box"
+            | "do"
+            | "final"
+            | "macro"
+            | "override"
+            | "priv"
+            | "typeof"
+            | "unsized"
+            | "virtual"
+            | "yield"
+            | "try"
+            | "gen"
     )
 }
 
@@ -171,19 +260,30 @@ pub fn is_rust_keyword(s: &str) -> bool {
 /// name is a keyword (`type` → `type_`), so any valid group yields a valid path.
 pub fn module_name(s: &str) -> String {
     let snake = heck::ToSnakeCase::to_snake_case(s);
-    if is_rust_keyword(&snake) { format!("{snake}_") } else { snake }
+    if is_rust_keyword(&snake) {
+        format!("{snake}_")
+    } else {
+        snake
+    }
 }
 
 /// kube-derive's plural rule, copied from `kube-derive` 5 `to_plural` so that the CRD name
 /// we scaffold matches the one `crd()` generates from the lowercased kind.
 pub fn kube_plural(kind: &str) -> String {
     let word = kind.to_ascii_lowercase();
-    if word.ends_with('s') || word.ends_with('x') || word.ends_with('z') || word.ends_with("ch") || word.ends_with("sh")
+    if word.ends_with('s')
+        || word.ends_with('x')
+        || word.ends_with('z')
+        || word.ends_with("ch")
+        || word.ends_with("sh")
     {
         return format!("{word}es");
     }
     if let Some(stem) = word.strip_suffix('y')
-        && stem.chars().last().is_some_and(|c| !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u'))
+        && stem
+            .chars()
+            .last()
+            .is_some_and(|c| !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u'))
     {
         return format!("{stem}ies");
     }
@@ -199,7 +299,10 @@ mod tests {
         for ok in ["v1", "v2", "v1alpha1", "v1beta2", "v10beta10"] {
             assert_eq!(validate_version(ok), Ok(()), "{ok}");
         }
-        for bad in ["", "1", "v", "v0", "v01", "V1", "v1gamma1", "v1alpha", "v1alpha0", "v1beta01", "v1-beta1"] {
+        for bad in [
+            "", "1", "v", "v0", "v01", "V1", "v1gamma1", "v1alpha", "v1alpha0", "v1beta01",
+            "v1-beta1",
+        ] {
             assert!(validate_version(bad).is_err(), "{bad}");
         }
     }
@@ -209,8 +312,14 @@ mod tests {
         assert!(validate_kind("Blog").is_ok());
         assert!(validate_kind("CronJob2").is_ok());
         assert_eq!(validate_kind("blog"), Err(NameError::Kind("blog".into())));
-        assert_eq!(validate_kind("Self"), Err(NameError::ReservedKind("Self".into())));
-        assert!(matches!(validate_kind("BlogList"), Err(NameError::ListSuffix(..))));
+        assert_eq!(
+            validate_kind("Self"),
+            Err(NameError::ReservedKind("Self".into()))
+        );
+        assert!(matches!(
+            validate_kind("BlogList"),
+            Err(NameError::ListSuffix(..))
+        ));
         assert!(validate_kind("Blog-Post").is_err());
         assert!(validate_kind("").is_err());
     }

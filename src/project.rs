@@ -100,7 +100,10 @@ impl Project {
     pub fn parse(text: &str) -> Result<Self, String> {
         let project: Project = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         if !project.layout.iter().any(|l| l == LAYOUT) {
-            return Err(format!("layout {:?} is not one this kopgen knows ({LAYOUT})", project.layout));
+            return Err(format!(
+                "layout {:?} is not one this kopgen knows ({LAYOUT})",
+                project.layout
+            ));
         }
         Ok(project)
     }

@@ -28,7 +28,8 @@ fn engine() -> Result<&'static tera::Tera, TemplateError> {
             tera.autoescape_on(vec![]);
             let mut sources = Vec::new();
             collect(&TEMPLATES, &mut sources);
-            tera.add_raw_templates(sources).map_err(|e| error_chain(&e))?;
+            tera.add_raw_templates(sources)
+                .map_err(|e| error_chain(&e))?;
             Ok(tera)
         })
         .as_ref()
@@ -60,10 +61,12 @@ pub fn list(set: &str) -> Vec<String> {
 
 /// Renders one template with `context`.
 pub fn render(name: &str, context: &tera::Context) -> Result<String, TemplateError> {
-    engine()?.render(name, context).map_err(|e| TemplateError::Render {
-        name: name.to_owned(),
-        message: error_chain(&e),
-    })
+    engine()?
+        .render(name, context)
+        .map_err(|e| TemplateError::Render {
+            name: name.to_owned(),
+            message: error_chain(&e),
+        })
 }
 
 /// Tera nests the useful message in `source()`; flatten the chain into one line.

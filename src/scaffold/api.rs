@@ -38,8 +38,14 @@ pub enum ApiError {
     #[error(
         "{group}/{version}, Kind={kind} already exists in PROJECT. Pass --force to scaffold it again (its generated files are overwritten)"
     )]
-    Exists { group: String, version: String, kind: String },
-    #[error("{0}: already exists and was not scaffolded for this kind by kopgen. Move it away or pass --force to overwrite it")]
+    Exists {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    #[error(
+        "{0}: already exists and was not scaffolded for this kind by kopgen. Move it away or pass --force to overwrite it"
+    )]
     FileExists(String),
     #[error("nothing to scaffold: --resource=false and --controller=false")]
     NothingToDo,
@@ -47,7 +53,11 @@ pub enum ApiError {
         "{group}/{version}, Kind={kind} is neither a built-in Kubernetes kind known to k8s-openapi nor a kind of this project. \
          Drop --resource=false to scaffold its types, or check the group, version and kind (e.g. --group apps --version v1 --kind Deployment)"
     )]
-    UnknownExternal { group: String, version: String, kind: String },
+    UnknownExternal {
+        group: String,
+        version: String,
+        kind: String,
+    },
     #[error(
         "Kind={kind} in group {group} is {existing} in version {existing_version}; all versions of a kind share one CRD scope. \
          Pass --namespaced={existing_flag}"
@@ -63,7 +73,12 @@ pub enum ApiError {
         "Kind={kind} in group {group} has plural {existing:?} in version {existing_version}; all versions share one CRD name. \
          Pass --plural {existing}"
     )]
-    PluralMismatch { group: String, kind: String, existing: String, existing_version: String },
+    PluralMismatch {
+        group: String,
+        kind: String,
+        existing: String,
+        existing_version: String,
+    },
     #[error(transparent)]
     Insertion(#[from] InsertionError),
     #[error(transparent)]
@@ -123,7 +138,12 @@ fn plan_resource(
     let same_kind: Vec<&Resource> = project
         .resources
         .iter()
-        .filter(|r| r.api.is_some() && r.group == options.group && r.kind == options.kind && r.domain.as_deref() == Some(&project.domain))
+        .filter(|r| {
+            r.api.is_some()
+                && r.group == options.group
+                && r.kind == options.kind
+                && r.domain.as_deref() == Some(&project.domain)
+        })
         .collect();
     let existing_version = same_kind.iter().find(|r| r.version == options.version);
     if existing_version.is_some() && !options.force {
@@ -133,20 +153,33 @@ fn plan_resource(
             kind: options.kind.clone(),
         });
     }
-    let other_versions: Vec<&&Resource> = same_kind.iter().filter(|r| r.version != options.version).collect();
-    let plural = options.plural.clone().unwrap_or_else(|| names::kube_plural(&options.kind));
+    let other_versions: Vec<&&Resource> = same_kind
+        .iter()
+        .filter(|r| r.version != options.version)
+        .collect();
+    let plural = options
+        .plural
+        .clone()
+        .unwrap_or_else(|| names::kube_plural(&options.kind));
     if let Some(first) = other_versions.first() {
         let existing_namespaced = first.api.as_ref().is_some_and(|a| a.namespaced);
         if existing_namespaced != options.namespaced {
             return Err(ApiError::ScopeMismatch {
                 group: full_group,
                 kind: options.kind.clone(),
-                existing: if existing_namespaced { "namespaced" } else { "cluster-scoped" },
+                existing: if existing_namespaced {
+                    "namespaced"
+                } else {
+                    "cluster-scoped"
+                },
                 existing_version: first.version.clone(),
                 existing_flag: existing_namespaced,
             });
         }
-        let existing_plural = first.plural.clone().unwrap_or_else(|| names::kube_plural(&first.kind));
+        let existing_plural = first
+            .plural
+            .clone()
+            .unwrap_or_else(|| names::kube_plural(&first.kind));
         if existing_plural != plural {
             return Err(ApiError::PluralMismatch {
                 group: full_group,
@@ -159,16 +192,38 @@ fn plan_resource(
     // The first version scaffolded stays the storage version until the user moves it.
     let storage = other_versions.is_empty();
     // One controller per kind, on the storage version: a second version adds only types.
-    let has_controller = same_kind.iter().any(|r| r.controller && r.version != options.version);
-    let kind = Kind::new(&options.group, &full_group, &options.version, &options.kind, plural.clone(), options.namespaced);
+    let has_controller = same_kind
+        .iter()
+        .any(|r| r.controller && r.version != options.version);
+    let kind = Kind::new(
+        &options.group,
+        &full_group,
+        &options.version,
+        &options.kind,
+        plural.clone(),
+        options.namespaced,
+    );
     let mut context = kind.context(project, header);
     context.insert("storage", &storage);
 
-    let types_path = format!("src/api/{}/{}/{}.rs", kind.group_mod, kind.version_mod, kind.kind_snake);
-    put_new(changes, &types_path, templates::render("api/types.rs.tera", &context)?, options.force)?;
-    register_module(changes, "src/api/mod.rs", "+kopgen:scaffold:api-modules", &kind.group_mod, || {
-        templates::render("api/group_mod.rs.tera", &context)
-    }, &format!("src/api/{}/mod.rs", kind.group_mod))?;
+    let types_path = format!(
+        "src/api/{}/{}/{}.rs",
+        kind.group_mod, kind.version_mod, kind.kind_snake
+    );
+    put_new(
+        changes,
+        &types_path,
+        templates::render("api/types.rs.tera", &context)?,
+        options.force,
+    )?;
+    register_module(
+        changes,
+        "src/api/mod.rs",
+        "+kopgen:scaffold:api-modules",
+        &kind.group_mod,
+        || templates::render("api/group_mod.rs.tera", &context),
+        &format!("src/api/{}/mod.rs", kind.group_mod),
+    )?;
     register_module(
         changes,
         &format!("src/api/{}/mod.rs", kind.group_mod),
@@ -179,14 +234,40 @@ fn plan_resource(
     )?;
     let version_file = format!("src/api/{}/{}/mod.rs", kind.group_mod, kind.version_mod);
     let kind_module = [format!("mod {};", kind.kind_snake)];
-    edit_sorted(changes, &version_file, "+kopgen:scaffold:kind-modules", &kind_module)?;
+    edit_sorted(
+        changes,
+        &version_file,
+        "+kopgen:scaffold:kind-modules",
+        &kind_module,
+    )?;
     let kind_export = [format!("pub use {}::*;", kind.kind_snake)];
-    edit_sorted(changes, &version_file, "+kopgen:scaffold:kind-exports", &kind_export)?;
+    edit_sorted(
+        changes,
+        &version_file,
+        "+kopgen:scaffold:kind-exports",
+        &kind_export,
+    )?;
 
     let kebab = options.kind.to_kebab_case();
-    let sample = format!("{}_{}_{}.yaml", options.group, options.version, options.kind.to_snake_case());
-    put_new(changes, &format!("config/samples/{sample}"), templates::render("api/sample.yaml.tera", &context)?, options.force)?;
-    edit(changes, "config/samples/kustomization.yaml", "+kopgen:scaffold:manifestskustomizesamples", &[format!("- {sample}")])?;
+    let sample = format!(
+        "{}_{}_{}.yaml",
+        options.group,
+        options.version,
+        options.kind.to_snake_case()
+    );
+    put_new(
+        changes,
+        &format!("config/samples/{sample}"),
+        templates::render("api/sample.yaml.tera", &context)?,
+        options.force,
+    )?;
+    edit(
+        changes,
+        "config/samples/kustomization.yaml",
+        "+kopgen:scaffold:manifestskustomizesamples",
+        &[format!("- {sample}")],
+    )?;
+    enable_crds_in_default(changes)?;
     edit(
         changes,
         "config/crd/kustomization.yaml",
@@ -196,12 +277,21 @@ fn plan_resource(
     if storage {
         let mut roles = Vec::new();
         for role in ["admin", "editor", "viewer"] {
-            let file = format!("{}_{}_{role}_role.yaml", options.group, kebab.replace('-', "_"));
+            let file = format!(
+                "{}_{}_{role}_role.yaml",
+                options.group,
+                kebab.replace('-', "_")
+            );
             let text = templates::render(&format!("api/{role}_role.yaml.tera"), &context)?;
             put_new(changes, &format!("config/rbac/{file}"), text, options.force)?;
             roles.push(format!("- {file}"));
         }
-        edit(changes, "config/rbac/kustomization.yaml", "+kopgen:scaffold:rbac-helper-roles", &roles)?;
+        edit(
+            changes,
+            "config/rbac/kustomization.yaml",
+            "+kopgen:scaffold:rbac-helper-roles",
+            &roles,
+        )?;
     }
 
     let controller = options.controller && !has_controller;
@@ -219,7 +309,10 @@ fn plan_resource(
         domain: Some(project.domain.clone()),
         group: options.group.clone(),
         kind: options.kind.clone(),
-        path: format!("crate::api::{}::{}::{}", kind.group_mod, kind.version_mod, options.kind),
+        path: format!(
+            "crate::api::{}::{}::{}",
+            kind.group_mod, kind.version_mod, options.kind
+        ),
         plural: options.plural.clone(),
         version: options.version.clone(),
     };
@@ -233,7 +326,10 @@ fn own_kind(project: &Project, options: &ApiOptions) -> Option<Resource> {
         .resources
         .iter()
         .find(|r| {
-            r.api.is_some() && r.group == options.group && r.version == options.version && r.kind == options.kind
+            r.api.is_some()
+                && r.group == options.group
+                && r.version == options.version
+                && r.kind == options.kind
         })
         .cloned()
 }
@@ -257,9 +353,19 @@ fn plan_own_controller(
             kind: options.kind.clone(),
         });
     }
-    let plural = own.plural.clone().unwrap_or_else(|| names::kube_plural(&own.kind));
+    let plural = own
+        .plural
+        .clone()
+        .unwrap_or_else(|| names::kube_plural(&own.kind));
     let namespaced = own.api.as_ref().is_some_and(|a| a.namespaced);
-    let kind = Kind::new(&own.group, &own.full_group(), &own.version, &own.kind, plural, namespaced);
+    let kind = Kind::new(
+        &own.group,
+        &own.full_group(),
+        &own.version,
+        &own.kind,
+        plural,
+        namespaced,
+    );
     let context = kind.context(project, header);
     let text = templates::render("api/controller.rs.tera", &context)?;
     register_controller(changes, &kind, &context, text, options.force)?;
@@ -274,13 +380,12 @@ fn plan_external_controller(
     header: &str,
     changes: &mut ChangeSet,
 ) -> Result<(), ApiError> {
-    let builtin: BuiltinKind = k8s_kinds::find(&options.group, &options.version, &options.kind).ok_or_else(|| {
-        ApiError::UnknownExternal {
+    let builtin: BuiltinKind = k8s_kinds::find(&options.group, &options.version, &options.kind)
+        .ok_or_else(|| ApiError::UnknownExternal {
             group: options.group.clone(),
             version: options.version.clone(),
             kind: options.kind.clone(),
-        }
-    })?;
+        })?;
     let exists = project
         .resources
         .iter()
@@ -292,8 +397,20 @@ fn plan_external_controller(
             kind: options.kind.clone(),
         });
     }
-    let short_group = builtin.group.split('.').next().unwrap_or(builtin.group).to_owned();
-    let kind = Kind::new(&short_group, builtin.group, builtin.version, builtin.kind, builtin.plural.to_owned(), builtin.namespaced);
+    let short_group = builtin
+        .group
+        .split('.')
+        .next()
+        .unwrap_or(builtin.group)
+        .to_owned();
+    let kind = Kind::new(
+        &short_group,
+        builtin.group,
+        builtin.version,
+        builtin.kind,
+        builtin.plural.to_owned(),
+        builtin.namespaced,
+    );
     let mut context = kind.context(project, header);
     context.insert("rust_path", builtin.rust_path);
     context.insert("rbac_group", builtin.group);
@@ -322,7 +439,14 @@ fn plan_external_controller(
 }
 
 impl Kind {
-    fn new(group: &str, full_group: &str, version: &str, kind: &str, plural: String, namespaced: bool) -> Self {
+    fn new(
+        group: &str,
+        full_group: &str,
+        version: &str,
+        kind: &str,
+        plural: String,
+        namespaced: bool,
+    ) -> Self {
         Self {
             group: group.to_owned(),
             full_group: full_group.to_owned(),
@@ -349,7 +473,10 @@ impl Kind {
         context.insert("kind_snake", &self.kind_snake);
         context.insert("kind_kebab", &self.kind.to_kebab_case());
         context.insert("plural", &self.plural);
-        context.insert("plural_ident", &names::module_name(&self.plural.replace('-', "_")));
+        context.insert(
+            "plural_ident",
+            &names::module_name(&self.plural.replace('-', "_")),
+        );
         context.insert("namespaced", &self.namespaced);
         context.insert("group_mod", &self.group_mod);
         context.insert("version_mod", &self.version_mod);
@@ -387,13 +514,43 @@ fn register_controller(
         &format!("{group_dir}/mod.rs"),
     )?;
     let declaration = [format!("pub mod {module};")];
-    edit_sorted(changes, &format!("{group_dir}/mod.rs"), "+kopgen:scaffold:controllers", &declaration)?;
+    edit_sorted(
+        changes,
+        &format!("{group_dir}/mod.rs"),
+        "+kopgen:scaffold:controllers",
+        &declaration,
+    )?;
     edit(
         changes,
         "src/controllers/mod.rs",
         "+kopgen:scaffold:controller-start",
-        &[format!("Box::pin({}::{module}::run(ctx.clone(), shutdown.clone())),", kind.group_mod)],
+        &[format!("{}::{module}::start,", kind.group_mod)],
     )?;
+    Ok(())
+}
+
+/// Uncomments `#- ../crd` in config/default, as Kubebuilder does with the first kind: a crd
+/// kustomization without resources does not build. A line the user removed stays removed.
+fn enable_crds_in_default(changes: &mut ChangeSet) -> Result<(), ApiError> {
+    const FILE: &str = "config/default/kustomization.yaml";
+    let Some(text) = changes.read(FILE)? else {
+        return Ok(());
+    };
+    if text.lines().any(|line| line.trim() == "#- ../crd") {
+        let edited: Vec<&str> = text
+            .lines()
+            .map(|line| {
+                if line.trim() == "#- ../crd" {
+                    "- ../crd"
+                } else {
+                    line
+                }
+            })
+            .collect();
+        let mut edited = edited.join("\n");
+        edited.push('\n');
+        changes.put(FILE, edited);
+    }
     Ok(())
 }
 
@@ -413,12 +570,22 @@ fn register_module(
 }
 
 /// Inserts `lines` right above `marker` in `file`, which must exist.
-fn edit(changes: &mut ChangeSet, file: &str, marker: &str, lines: &[String]) -> Result<(), ApiError> {
+fn edit(
+    changes: &mut ChangeSet,
+    file: &str,
+    marker: &str,
+    lines: &[String],
+) -> Result<(), ApiError> {
     edit_at(changes, file, marker, lines, Placement::Append)
 }
 
 /// Inserts `lines` into the sorted list above `marker` (module and `use` lists).
-fn edit_sorted(changes: &mut ChangeSet, file: &str, marker: &str, lines: &[String]) -> Result<(), ApiError> {
+fn edit_sorted(
+    changes: &mut ChangeSet,
+    file: &str,
+    marker: &str,
+    lines: &[String],
+) -> Result<(), ApiError> {
     edit_at(changes, file, marker, lines, Placement::Sorted)
 }
 
@@ -429,10 +596,12 @@ fn edit_at(
     lines: &[String],
     placement: Placement,
 ) -> Result<(), ApiError> {
-    let contents = changes.read(file)?.ok_or_else(|| InsertionError::MissingMarker {
-        file: file.to_owned(),
-        marker: marker.to_owned(),
-    })?;
+    let contents = changes
+        .read(file)?
+        .ok_or_else(|| InsertionError::MissingMarker {
+            file: file.to_owned(),
+            marker: marker.to_owned(),
+        })?;
     let edited = insert_at_marker(file, &contents, marker, lines, placement)?;
     if edited != contents {
         changes.put(file, edited);
@@ -451,7 +620,12 @@ fn put_new(changes: &mut ChangeSet, file: &str, text: String, force: bool) -> Re
 
 /// Replaces the PROJECT entry of the same group, version and kind, or appends one.
 fn upsert(project: &mut Project, resource: Resource) {
-    let same = |r: &Resource| r.group == resource.group && r.version == resource.version && r.kind == resource.kind && r.domain == resource.domain;
+    let same = |r: &Resource| {
+        r.group == resource.group
+            && r.version == resource.version
+            && r.kind == resource.kind
+            && r.domain == resource.domain
+    };
     match project.resources.iter_mut().find(|r| same(r)) {
         Some(existing) => *existing = resource,
         None => project.resources.push(resource),

@@ -37,7 +37,9 @@ pub enum InitError {
         "{path}: already contains a project ({file} exists). Pass --force to scaffold over it (kopgen's files are overwritten), or choose another --path"
     )]
     ExistingProject { path: String, file: &'static str },
-    #[error("{0}: is a file, not a directory. Pass --path with a directory (it is created if missing)")]
+    #[error(
+        "{0}: is a file, not a directory. Pass --path with a directory (it is created if missing)"
+    )]
     PathIsFile(String),
     #[error("cannot tell the project name from {0}; pass --project-name")]
     NoDirectoryName(String),
@@ -77,7 +79,12 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
     context.insert("project_name", &project_name);
     context.insert("crate_name", &project_name.replace('-', "_"));
     context.insert("domain", &options.domain);
-    let owner = options.owner.clone().unwrap_or_else(|| format!("The {project_name} Authors"));
+    // Apache-2.0 needs a copyright holder; without a license, a header appears only if asked for.
+    let owner = match (&options.owner, options.license) {
+        (Some(owner), _) => owner.clone(),
+        (None, License::Apache2) => format!("The {project_name} Authors"),
+        (None, License::None) => String::new(),
+    };
     context.insert("owner", &owner);
     context.insert(
         "license",
@@ -118,7 +125,11 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
 /// The header that starts every generated Rust file: the boilerplate followed by a blank line.
 pub fn header_from_boilerplate(boilerplate: &str) -> String {
     let trimmed = boilerplate.trim_end();
-    if trimmed.is_empty() { String::new() } else { format!("{trimmed}\n\n") }
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("{trimmed}\n\n")
+    }
 }
 
 fn directory_name(root: &Path) -> Result<String, InitError> {

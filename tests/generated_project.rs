@@ -1,0 +1,153 @@
+//! Generated projects are real projects: they build, pass their own tests (controllers
+//! against a mocked API server), are clippy- and rustfmt-clean, and their config/ is valid
+//! Kubernetes YAML that kustomize builds.
+//!
+//! Every generated project builds into one shared cargo target directory (see
+//! `support::shared_target_dir`), so kube and k8s-openapi compile once per machine.
+
+mod support;
+
+use std::{path::Path, process::Command};
+
+use support::{Session, cargo_ok, have, run_kopgen};
+
+fn create_api(project: &Path, args: &str) {
+    let mut all = vec!["create", "api"];
+    all.extend(args.split_whitespace());
+    let run = run_kopgen(project, &all);
+    assert_eq!(run.status, 0, "create api {args} failed:\n{}", run.stderr);
+}
+
+/// Three own kinds across two groups (one cluster-scoped, one with a long name), a second
+/// version of one kind, and controllers for built-in kinds of the core and a named group.
+fn multi_kind_project(session: &Session) -> std::path::PathBuf {
+    let project = session.init_demo(&[]);
+    for args in [
+        "--group apps --version v1alpha1 --kind Blog",
+        "--group apps --version v1 --kind Blog",
+        "--group platform-engineering --version v1beta1 --kind ApplicationNetworkPolicyBinding",
+        "--group db --version v1 --kind Db --namespaced=false",
+        "--group apps --version v1 --kind Deployment --resource=false",
+        "--group core --version v1 --kind ConfigMap --resource=false",
+    ] {
+        create_api(&project, args);
+    }
+    project
+}
+
+#[test]
+fn a_multi_kind_project_builds_tests_and_lints_clean() {
+    let session = Session::new();
+    let project = multi_kind_project(&session);
+    cargo_ok(&project, &["fmt", "--all", "--", "--check"]);
+    cargo_ok(&project, &["build", "--all-targets"]);
+    cargo_ok(&project, &["test"]);
+    cargo_ok(
+        &project,
+        &["clippy", "--all-targets", "--", "-D", "warnings"],
+    );
+}
+
+/// Every YAML file under `config/`, skipping CRD bases (written by `kopgen manifests`).
+fn config_yaml_files(project: &Path) -> Vec<String> {
+    let mut files: Vec<String> = support::tree(&project.join("config"))
+        .into_iter()
+        .filter(|(path, contents)| contents.is_some() && path.ends_with(".yaml"))
+        .map(|(path, _)| format!("config/{path}"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn assert_valid_kubernetes_yaml(project: &Path) {
+    if !have("kubernetes-validate") {
+        eprintln!(
+            "notice: kubernetes-validate is not installed (pip install kubernetes-validate); skipping schema validation"
+        );
+        return;
+    }
+    let files = config_yaml_files(project);
+    let output = Command::new("kubernetes-validate")
+        .args(["--strict", "--quiet"])
+        .args(&files)
+        .current_dir(project)
+        .output()
+        .expect("kubernetes-validate runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && !stdout.contains("ERROR"),
+        "kubernetes-validate --strict failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn kustomize(project: &Path, dir: &str) -> Option<String> {
+    if !have("kubectl") {
+        eprintln!("notice: kubectl is not installed; skipping `kubectl kustomize {dir}`");
+        return None;
+    }
+    let output = Command::new("kubectl")
+        .args(["kustomize", dir])
+        .current_dir(project)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {dir} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn config_of_a_fresh_project_is_valid_and_builds_with_kustomize() {
+    for flags in [&[][..], &["--namespaced"]] {
+        let session = Session::new();
+        let project = session.init_demo(flags);
+        assert_valid_kubernetes_yaml(&project);
+        if let Some(out) = kustomize(&project, "config/default") {
+            assert!(
+                out.contains("name: demo-controller-manager"),
+                "name prefix applied:\n{out}"
+            );
+            assert!(
+                out.contains("namespace: demo-system"),
+                "namespace applied:\n{out}"
+            );
+            assert!(out.contains("readOnlyRootFilesystem: true"), "{out}");
+            let binding_kind = if flags.is_empty() {
+                "kind: ClusterRoleBinding"
+            } else {
+                "kind: RoleBinding"
+            };
+            assert!(out.contains(binding_kind), "{out}");
+        }
+        for optional in ["config/prometheus", "config/network-policy"] {
+            kustomize(&project, optional);
+        }
+    }
+}
+
+#[test]
+fn config_after_create_api_is_valid() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create_api(&project, "--group apps --version v1alpha1 --kind Blog");
+    create_api(
+        &project,
+        "--group apps --version v1 --kind Deployment --resource=false",
+    );
+    assert_valid_kubernetes_yaml(&project);
+    if let Some(rbac) = kustomize(&project, "config/rbac") {
+        assert!(rbac.contains("name: apps-blog-editor-role"), "{rbac}");
+    }
+    let default = project.join("config/default/kustomization.yaml");
+    let default = std::fs::read_to_string(default).expect("default kustomization");
+    assert!(
+        default.contains("\n- ../crd\n"),
+        "create api enables the CRDs: {default}"
+    );
+    if let Some(samples) = kustomize(&project, "config/samples") {
+        assert!(samples.contains("kind: Blog"), "{samples}");
+    }
+}
