@@ -41,6 +41,11 @@ pub enum Command {
     /// Add to the project.
     #[command(subcommand)]
     Create(CreateCommand),
+    /// Generate CRDs from the Rust types (static: reads the source, never compiles it).
+    #[command(after_help = "Examples:\n  kopgen manifests                 # in a kopgen project: writes config/crd/bases/\n  \
+                            kopgen manifests --check         # in CI: fail if the committed CRDs are stale\n  \
+                            kopgen manifests --paths src/api --output-dir deploy/crds")]
+    Manifests(ManifestsArgs),
     /// Print kopgen's version.
     Version,
     /// Print a shell completion script.
@@ -126,6 +131,25 @@ pub struct ApiArgs {
     pub dry_run: bool,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ManifestsArgs {
+    /// Project directory (its `src/` is read and `config/crd/bases/` written unless overridden).
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Files or directories to read (a directory is read as a crate's `src/`). Repeatable.
+    #[arg(long = "paths", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Where to write the CRD files.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Compare with the files on disk, print a diff and exit 1 if anything would change; write nothing.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the CRDs to standard output instead of writing files.
+    #[arg(long)]
+    pub stdout: bool,
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -185,6 +209,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 )?;
             }
         }
+        Command::Manifests(args) => return manifests(args, out),
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
         Command::Completion { shell } => {
             let mut buf = Vec::new();
@@ -192,6 +217,51 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             out.write_all(&buf)?;
         }
     }
+    Ok(())
+}
+
+/// Signals a `--check` that found differences: the CLI exits 1 without an error message.
+#[derive(Debug)]
+pub struct CheckFailed;
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("generated files are out of date; run `kopgen manifests` (or `make manifests`) and commit the result")
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let paths = if args.paths.is_empty() { vec![args.path.join("src")] } else { args.paths.clone() };
+    let output_dir = args.output_dir.clone().unwrap_or_else(|| args.path.join("config/crd/bases"));
+    let outputs = crate::manifests::generate(&paths).context("kopgen manifests")?;
+    if args.stdout {
+        for output in &outputs {
+            write!(out, "---\n{}", output.contents)?;
+        }
+        return Ok(());
+    }
+    let mut changes = ChangeSet::new(output_dir.clone());
+    for output in &outputs {
+        changes.put(output.path.clone(), output.contents.clone());
+    }
+    if args.check {
+        let stale = changes.changes();
+        for change in &stale {
+            let path = output_dir.join(&change.path);
+            let old = std::fs::read_to_string(&path).unwrap_or_default();
+            let diff = similar::TextDiff::from_lines(&old, &change.contents);
+            let name = path.display().to_string();
+            write!(out, "{}", diff.unified_diff().header(&name, &name))?;
+        }
+        if stale.is_empty() {
+            writeln!(out, "{} CRD file(s) up to date in {}", outputs.len(), output_dir.display())?;
+            return Ok(());
+        }
+        return Err(CheckFailed.into());
+    }
+    finish(&changes, false, out)?;
     Ok(())
 }
 

@@ -9,6 +9,7 @@ pub mod changeset;
 pub mod cli;
 pub mod insertion;
 pub mod k8s_kinds;
+pub mod manifests;
 pub mod names;
 pub mod project;
 pub mod rustfmt;

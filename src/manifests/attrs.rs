@@ -1,0 +1,706 @@
+//! The attributes that shape a CRD, parsed once into typed structs: `#[kube(...)]` (as
+//! kube-derive 5 reads it), and the `#[serde(...)]` / `#[schemars(...)]` keys that schemars 1
+//! honours. Everything downstream works on these structs, never on raw tokens.
+
+use proc_macro2::Span;
+use syn::{Attribute, Expr, ExprLit, Lit, LitStr, meta::ParseNestedMeta, spanned::Spanned};
+
+/// `#[kube(printcolumn(...))]` or its JSON string form.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrintColumn {
+    pub description: Option<String>,
+    pub format: Option<String>,
+    pub json_path: String,
+    pub name: String,
+    pub priority: Option<i32>,
+    #[serde(rename = "type")]
+    pub type_: String,
+}
+
+/// Every `#[kube(...)]` key of kube-derive 5.
+#[derive(Debug, Clone, Default)]
+pub struct KubeAttrs {
+    pub group: Option<String>,
+    pub version: Option<String>,
+    pub kind: Option<String>,
+    pub root: Option<String>,
+    pub singular: Option<String>,
+    pub plural: Option<String>,
+    pub namespaced: bool,
+    pub status: Option<String>,
+    pub derives: Vec<String>,
+    pub shortnames: Vec<String>,
+    pub categories: Vec<String>,
+    pub printcolumns: Vec<PrintColumn>,
+    pub selectable: Vec<String>,
+    pub doc: Option<String>,
+    pub annotations: Vec<(String, String)>,
+    pub labels: Vec<(String, String)>,
+    pub storage: Option<bool>,
+    pub served: Option<bool>,
+    /// `Some(None)`: deprecated without a warning; `Some(Some(w))`: with warning `w`.
+    pub deprecated: Option<Option<String>>,
+    pub schema: Option<String>,
+    /// Keys kopgen parses but cannot yet fold statically, with their location.
+    pub unsupported: Vec<(String, Span)>,
+}
+
+/// The case conventions of `#[serde(rename_all = "...")]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameRule {
+    None,
+    Lower,
+    Upper,
+    Pascal,
+    Camel,
+    Snake,
+    ScreamingSnake,
+    Kebab,
+    ScreamingKebab,
+}
+
+impl RenameRule {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "lowercase" => RenameRule::Lower,
+            "UPPERCASE" => RenameRule::Upper,
+            "PascalCase" => RenameRule::Pascal,
+            "camelCase" => RenameRule::Camel,
+            "snake_case" => RenameRule::Snake,
+            "SCREAMING_SNAKE_CASE" => RenameRule::ScreamingSnake,
+            "kebab-case" => RenameRule::Kebab,
+            "SCREAMING-KEBAB-CASE" => RenameRule::ScreamingKebab,
+            _ => return None,
+        })
+    }
+
+    /// serde's rule for struct fields (written in snake_case).
+    pub fn apply_to_field(self, field: &str) -> String {
+        match self {
+            RenameRule::None | RenameRule::Lower | RenameRule::Snake => field.to_owned(),
+            RenameRule::Upper | RenameRule::ScreamingSnake => field.to_ascii_uppercase(),
+            RenameRule::Pascal => {
+                let mut pascal = String::new();
+                let mut capitalize = true;
+                for ch in field.chars() {
+                    if ch == '_' {
+                        capitalize = true;
+                    } else if capitalize {
+                        pascal.push(ch.to_ascii_uppercase());
+                        capitalize = false;
+                    } else {
+                        pascal.push(ch);
+                    }
+                }
+                pascal
+            }
+            RenameRule::Camel => {
+                let pascal = RenameRule::Pascal.apply_to_field(field);
+                let mut chars = pascal.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_ascii_lowercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            }
+            RenameRule::Kebab => field.replace('_', "-"),
+            RenameRule::ScreamingKebab => field.to_ascii_uppercase().replace('_', "-"),
+        }
+    }
+
+    /// serde's rule for enum variants (written in PascalCase).
+    pub fn apply_to_variant(self, variant: &str) -> String {
+        match self {
+            RenameRule::None | RenameRule::Pascal => variant.to_owned(),
+            RenameRule::Lower => variant.to_ascii_lowercase(),
+            RenameRule::Upper => variant.to_ascii_uppercase(),
+            RenameRule::Camel => {
+                let mut chars = variant.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_ascii_lowercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            }
+            RenameRule::Snake => {
+                let mut snake = String::new();
+                for (i, ch) in variant.char_indices() {
+                    if i > 0 && ch.is_uppercase() {
+                        snake.push('_');
+                    }
+                    snake.push(ch.to_ascii_lowercase());
+                }
+                snake
+            }
+            RenameRule::ScreamingSnake => RenameRule::Snake.apply_to_variant(variant).to_ascii_uppercase(),
+            RenameRule::Kebab => RenameRule::Snake.apply_to_variant(variant).replace('_', "-"),
+            RenameRule::ScreamingKebab => RenameRule::ScreamingSnake.apply_to_variant(variant).replace('_', "-"),
+        }
+    }
+}
+
+/// How a field or container takes its default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DefaultAttr {
+    None,
+    /// `#[serde(default)]`: `Default::default()`.
+    Default,
+    /// `#[serde(default = "path")]`.
+    Path(syn::Path),
+}
+
+/// Serde and schemars attributes of a struct, enum or variant.
+#[derive(Debug, Clone)]
+pub struct ContainerAttrs {
+    pub rename: Option<String>,
+    pub rename_all: RenameRule,
+    pub rename_all_fields: RenameRule,
+    pub deny_unknown_fields: bool,
+    pub default: DefaultAttr,
+    pub tag: Option<String>,
+    pub content: Option<String>,
+    pub untagged: bool,
+    pub transparent: bool,
+    pub skip: bool,
+    pub meta: Metadata,
+}
+
+/// Serde and schemars attributes of a field.
+#[derive(Debug, Clone)]
+pub struct FieldAttrs {
+    pub rename: Option<String>,
+    pub default: DefaultAttr,
+    pub skip_serializing: bool,
+    pub skip_deserializing: bool,
+    pub skip_serializing_if: Option<syn::Path>,
+    pub flatten: bool,
+    pub required: bool,
+    /// `#[schemars(with = "Type")]`: the schema of another type.
+    pub with: Option<syn::Type>,
+    pub meta: Metadata,
+}
+
+/// Metadata schemars writes into a schema: title and description (from docs or explicit),
+/// examples, extensions, and simple validations.
+#[derive(Debug, Clone, Default)]
+pub struct Metadata {
+    pub doc: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub deprecated: bool,
+    pub extend: Vec<(String, serde_json::Value)>,
+    pub validations: Vec<Validation>,
+    pub unsupported: Vec<(String, Span)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Validation {
+    Range { min: Option<serde_json::Value>, max: Option<serde_json::Value> },
+    Length { min: Option<u64>, max: Option<u64>, equal: Option<u64> },
+    Pattern(String),
+    Format(&'static str),
+    Contains(String),
+}
+
+impl Default for ContainerAttrs {
+    fn default() -> Self {
+        Self {
+            rename: None,
+            rename_all: RenameRule::None,
+            rename_all_fields: RenameRule::None,
+            deny_unknown_fields: false,
+            default: DefaultAttr::None,
+            tag: None,
+            content: None,
+            untagged: false,
+            transparent: false,
+            skip: false,
+            meta: Metadata::default(),
+        }
+    }
+}
+
+impl Default for FieldAttrs {
+    fn default() -> Self {
+        Self {
+            rename: None,
+            default: DefaultAttr::None,
+            skip_serializing: false,
+            skip_deserializing: false,
+            skip_serializing_if: None,
+            flatten: false,
+            required: false,
+            with: None,
+            meta: Metadata::default(),
+        }
+    }
+}
+
+/// The doc comment as schemars assembles it: lines joined by `\n`, one leading space stripped.
+pub fn doc_of(attrs: &[Attribute]) -> Option<String> {
+    let mut lines = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+        {
+            let value = s.value();
+            lines.push(value.strip_prefix(' ').map(str::to_owned).unwrap_or(value));
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// schemars marks items with Rust's `#[deprecated]` as `deprecated: true`.
+fn is_deprecated(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident("deprecated"))
+}
+
+fn string_value(meta: &ParseNestedMeta) -> syn::Result<String> {
+    let lit: LitStr = meta.value()?.parse()?;
+    Ok(lit.value())
+}
+
+/// `rename = "x"` or `rename(deserialize = "x", serialize = "y")`: the deserialize side, which
+/// is the one kube-derive's schema describes (schemars' default contract).
+fn deserialize_side(meta: &ParseNestedMeta) -> syn::Result<Option<String>> {
+    if meta.input.peek(syn::Token![=]) {
+        return string_value(meta).map(Some);
+    }
+    let mut found = None;
+    meta.parse_nested_meta(|inner| {
+        let value = string_value(&inner)?;
+        if inner.path.is_ident("deserialize") {
+            found = Some(value);
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        let _: Expr = meta.value()?.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.parse_nested_meta(|inner| skip_value(&inner))?;
+    }
+    Ok(())
+}
+
+fn path_name(path: &syn::Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// Parses the metadata keys schemars shares between containers, variants and fields.
+/// Returns false if the key is not one of them.
+fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<bool> {
+    let name = path_name(&meta.path);
+    match name.as_str() {
+        "title" => out.title = Some(expr_string(&meta.value()?.parse()?)),
+        "description" => out.description = Some(expr_string(&meta.value()?.parse()?)),
+        "extend" => {
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let pairs = content.parse_terminated(
+                |input| {
+                    let key: LitStr = input.parse()?;
+                    input.parse::<syn::Token![=]>()?;
+                    let value: Expr = input.parse()?;
+                    Ok((key, value))
+                },
+                syn::Token![,],
+            )?;
+            for (key, value) in pairs {
+                let json = expr_to_json(&value).ok_or_else(|| {
+                    syn::Error::new(value.span(), "kopgen folds only literal values in `extend` (strings, numbers, booleans, arrays)")
+                })?;
+                out.extend.push((key.value(), json));
+            }
+        }
+        "range" => {
+            let (mut min, mut max) = (None, None);
+            meta.parse_nested_meta(|inner| {
+                let value: Expr = inner.value()?.parse()?;
+                let json = expr_to_json(&value).ok_or_else(|| inner.error("kopgen folds only literal ranges"))?;
+                if inner.path.is_ident("min") {
+                    min = Some(json);
+                } else if inner.path.is_ident("max") {
+                    max = Some(json);
+                }
+                Ok(())
+            })?;
+            out.validations.push(Validation::Range { min, max });
+        }
+        "length" => {
+            let (mut min, mut max, mut equal) = (None, None, None);
+            meta.parse_nested_meta(|inner| {
+                let value: Expr = inner.value()?.parse()?;
+                let n = expr_to_json(&value)
+                    .and_then(|v| v.as_u64())
+                    .ok_or_else(|| inner.error("kopgen folds only literal lengths"))?;
+                if inner.path.is_ident("min") {
+                    min = Some(n);
+                } else if inner.path.is_ident("max") {
+                    max = Some(n);
+                } else if inner.path.is_ident("equal") {
+                    equal = Some(n);
+                }
+                Ok(())
+            })?;
+            out.validations.push(Validation::Length { min, max, equal });
+        }
+        "regex" | "pattern" => {
+            if meta.input.peek(syn::Token![=]) {
+                let value: Expr = meta.value()?.parse()?;
+                match expr_to_json(&value) {
+                    Some(serde_json::Value::String(s)) => out.validations.push(Validation::Pattern(s)),
+                    _ => out.unsupported.push((name, meta.path.span())),
+                }
+            } else {
+                meta.parse_nested_meta(|inner| {
+                    let value: Expr = inner.value()?.parse()?;
+                    match expr_to_json(&value) {
+                        Some(serde_json::Value::String(s)) if inner.path.is_ident("pattern") => {
+                            out.validations.push(Validation::Pattern(s));
+                        }
+                        _ => out.unsupported.push(("regex".into(), inner.path.span())),
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        "contains" => {
+            let value: Expr = meta.value()?.parse()?;
+            match expr_to_json(&value) {
+                Some(serde_json::Value::String(s)) => out.validations.push(Validation::Contains(s)),
+                _ => out.unsupported.push((name, meta.path.span())),
+            }
+        }
+        "email" => out.validations.push(Validation::Format("email")),
+        "url" => out.validations.push(Validation::Format("uri")),
+        "ip" => out.validations.push(Validation::Format("ip")),
+        "ipv4" => out.validations.push(Validation::Format("ipv4")),
+        "ipv6" => out.validations.push(Validation::Format("ipv6")),
+        "example" | "schema_with" | "transform" | "inner" | "crate" | "bound" => {
+            if name != "crate" && name != "bound" {
+                out.unsupported.push((name, meta.path.span()));
+            }
+            skip_value(meta)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A string literal, or `concat!`-free text of another expression (for error messages).
+fn expr_string(expr: &Expr) -> String {
+    match expr {
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.value(),
+        other => quote_expr(other),
+    }
+}
+
+fn quote_expr(expr: &Expr) -> String {
+    use quote::ToTokens;
+    expr.to_token_stream().to_string()
+}
+
+/// Folds a literal Rust expression (as `json!` would read it) into JSON.
+pub fn expr_to_json(expr: &Expr) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    match expr {
+        Expr::Lit(ExprLit { lit, .. }) => match lit {
+            Lit::Str(s) => Some(Value::String(s.value())),
+            Lit::Bool(b) => Some(Value::Bool(b.value)),
+            Lit::Int(i) => i
+                .base10_parse::<i64>()
+                .ok()
+                .map(Value::from)
+                .or_else(|| i.base10_parse::<u64>().ok().map(Value::from)),
+            Lit::Float(f) => f.base10_parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number),
+            Lit::Char(c) => Some(Value::String(c.value().to_string())),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match expr_to_json(&u.expr)? {
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Some(Value::from(-i))
+                } else {
+                    n.as_f64().and_then(|f| serde_json::Number::from_f64(-f)).map(Value::Number)
+                }
+            }
+            _ => None,
+        },
+        Expr::Array(a) => a.elems.iter().map(expr_to_json).collect::<Option<Vec<_>>>().map(Value::Array),
+        Expr::Path(p) if p.path.is_ident("null") => Some(Value::Null),
+        Expr::Paren(p) => expr_to_json(&p.expr),
+        Expr::Group(g) => expr_to_json(&g.expr),
+        _ => None,
+    }
+}
+
+/// Parses `#[kube(...)]` attributes.
+pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
+    let mut out = KubeAttrs::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("kube")) {
+        attr.parse_nested_meta(|meta| {
+            let key = path_name(&meta.path);
+            match key.as_str() {
+                "group" => out.group = Some(string_value(&meta)?),
+                "version" => out.version = Some(string_value(&meta)?),
+                "kind" => out.kind = Some(string_value(&meta)?),
+                "root" => out.root = Some(string_value(&meta)?),
+                "singular" => out.singular = Some(string_value(&meta)?),
+                "plural" => out.plural = Some(string_value(&meta)?),
+                "namespaced" => {
+                    out.namespaced = if meta.input.peek(syn::Token![=]) {
+                        let b: syn::LitBool = meta.value()?.parse()?;
+                        b.value
+                    } else {
+                        true
+                    }
+                }
+                "status" => out.status = Some(string_value(&meta)?),
+                "derive" => out.derives.push(string_value(&meta)?),
+                "shortname" => out.shortnames.push(string_value(&meta)?),
+                "category" => out.categories.push(string_value(&meta)?),
+                "selectable" => out.selectable.push(string_value(&meta)?),
+                "doc" => out.doc = Some(string_value(&meta)?),
+                "schema" => out.schema = Some(string_value(&meta)?),
+                "storage" | "served" => {
+                    let value = if meta.input.peek(syn::Token![=]) {
+                        let b: syn::LitBool = meta.value()?.parse()?;
+                        b.value
+                    } else {
+                        true
+                    };
+                    if key == "storage" {
+                        out.storage = Some(value);
+                    } else {
+                        out.served = Some(value);
+                    }
+                }
+                "deprecated" => {
+                    out.deprecated = Some(if meta.input.peek(syn::Token![=]) {
+                        Some(string_value(&meta)?)
+                    } else {
+                        None
+                    })
+                }
+                "annotation" | "label" => {
+                    out.unsupported.push((key, meta.path.span()));
+                    skip_value(&meta)?;
+                }
+                "printcolumn" => {
+                    if meta.input.peek(syn::Token![=]) {
+                        let json = string_value(&meta)?;
+                        let column: PrintColumn = serde_json::from_str(&json)
+                            .map_err(|e| meta.error(format!("printcolumn is not valid JSON: {e}")))?;
+                        out.printcolumns.push(column);
+                    } else {
+                        let mut column = PrintColumn::default();
+                        meta.parse_nested_meta(|inner| {
+                            let name = path_name(&inner.path);
+                            match name.as_str() {
+                                "name" => column.name = string_value(&inner)?,
+                                "type_" => column.type_ = string_value(&inner)?,
+                                "json_path" => column.json_path = string_value(&inner)?,
+                                "description" => column.description = Some(string_value(&inner)?),
+                                "format" => column.format = Some(string_value(&inner)?),
+                                "priority" => {
+                                    let p: syn::LitInt = inner.value()?.parse()?;
+                                    column.priority = Some(p.base10_parse()?);
+                                }
+                                other => return Err(inner.error(format!("unknown printcolumn field `{other}`"))),
+                            }
+                            Ok(())
+                        })?;
+                        out.printcolumns.push(column);
+                    }
+                }
+                "attr" | "crates" | "scale" | "validation" | "cel" | "no_spec" => {
+                    if !matches!(key.as_str(), "attr" | "crates") {
+                        out.unsupported.push((key, meta.path.span()));
+                    }
+                    skip_value(&meta)?;
+                }
+                other => {
+                    return Err(meta.error(format!("unknown #[kube] key `{other}` (kube-derive 5 does not know it either)")));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Parses serde and schemars attributes of a struct, enum or variant.
+pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
+    let mut out = ContainerAttrs {
+        meta: Metadata {
+            doc: doc_of(attrs),
+            deprecated: is_deprecated(attrs),
+            ..Metadata::default()
+        },
+        ..ContainerAttrs::default()
+    };
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars")) {
+        let is_schemars = attr.path().is_ident("schemars");
+        attr.parse_nested_meta(|meta| {
+            if is_schemars && parse_metadata(&meta, &mut out.meta)? {
+                return Ok(());
+            }
+            let key = path_name(&meta.path);
+            match key.as_str() {
+                "rename" => {
+                    if let Some(name) = deserialize_side(&meta)? {
+                        out.rename = Some(name);
+                    }
+                }
+                "rename_all" | "rename_all_fields" => {
+                    if let Some(rule) = deserialize_side(&meta)? {
+                        let rule = RenameRule::parse(&rule)
+                            .ok_or_else(|| meta.error(format!("unknown rename rule {rule:?}")))?;
+                        if key == "rename_all" {
+                            out.rename_all = rule;
+                        } else {
+                            out.rename_all_fields = rule;
+                        }
+                    }
+                }
+                "deny_unknown_fields" => out.deny_unknown_fields = true,
+                "default" => {
+                    out.default = if meta.input.peek(syn::Token![=]) {
+                        DefaultAttr::Path(syn::parse_str(&string_value(&meta)?)?)
+                    } else {
+                        DefaultAttr::Default
+                    }
+                }
+                "tag" => out.tag = Some(string_value(&meta)?),
+                "content" => out.content = Some(string_value(&meta)?),
+                "untagged" => out.untagged = true,
+                "transparent" => out.transparent = true,
+                "skip" | "skip_deserializing" => {
+                    out.skip = true;
+                    skip_value(&meta)?;
+                }
+                "from" | "try_from" | "into" | "remote" | "with" => {
+                    out.meta.unsupported.push((key, meta.path.span()));
+                    skip_value(&meta)?;
+                }
+                _ => skip_value(&meta)?,
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Parses serde and schemars attributes of a field.
+pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
+    let mut out = FieldAttrs {
+        meta: Metadata {
+            doc: doc_of(attrs),
+            deprecated: is_deprecated(attrs),
+            ..Metadata::default()
+        },
+        ..FieldAttrs::default()
+    };
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars")) {
+        let is_schemars = attr.path().is_ident("schemars");
+        attr.parse_nested_meta(|meta| {
+            if is_schemars && parse_metadata(&meta, &mut out.meta)? {
+                return Ok(());
+            }
+            let key = path_name(&meta.path);
+            match key.as_str() {
+                "rename" => {
+                    if let Some(name) = deserialize_side(&meta)? {
+                        out.rename = Some(name);
+                    }
+                }
+                "default" => {
+                    out.default = if meta.input.peek(syn::Token![=]) {
+                        DefaultAttr::Path(syn::parse_str(&string_value(&meta)?)?)
+                    } else {
+                        DefaultAttr::Default
+                    }
+                }
+                "skip" => {
+                    out.skip_serializing = true;
+                    out.skip_deserializing = true;
+                }
+                "skip_serializing" => out.skip_serializing = true,
+                "skip_deserializing" => out.skip_deserializing = true,
+                "skip_serializing_if" => out.skip_serializing_if = Some(syn::parse_str(&string_value(&meta)?)?),
+                "flatten" => out.flatten = true,
+                "required" if is_schemars => out.required = true,
+                "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(&meta)?)?),
+                "with" | "serialize_with" | "deserialize_with" | "getter" => {
+                    out.meta.unsupported.push((format!("serde({key})"), meta.path.span()));
+                    skip_value(&meta)?;
+                }
+                _ => skip_value(&meta)?,
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Whether `attrs` derive `name` (e.g. `CustomResource`), under any path.
+pub fn derives(attrs: &[Attribute], name: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|attr| {
+        let mut found = false;
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.segments.last().is_some_and(|s| s.ident == name) {
+                found = true;
+            }
+            Ok(())
+        });
+        found
+    })
+}
+
+/// The span to report for an attribute list.
+pub fn attr_span(attrs: &[Attribute], name: &str) -> Option<Span> {
+    attrs.iter().find(|a| a.path().is_ident(name)).map(|a| a.span())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_rename_rules() {
+        assert_eq!(RenameRule::Camel.apply_to_field("observed_generation"), "observedGeneration");
+        assert_eq!(RenameRule::Pascal.apply_to_field("a_b"), "AB");
+        assert_eq!(RenameRule::Kebab.apply_to_field("a_b"), "a-b");
+        assert_eq!(RenameRule::ScreamingKebab.apply_to_field("a_b"), "A-B");
+        assert_eq!(RenameRule::Snake.apply_to_variant("HttpGet"), "http_get");
+        assert_eq!(RenameRule::Camel.apply_to_variant("HttpGet"), "httpGet");
+        assert_eq!(RenameRule::ScreamingKebab.apply_to_variant("HttpGet"), "HTTP-GET");
+        assert_eq!(RenameRule::Lower.apply_to_variant("HttpGet"), "httpget");
+    }
+
+    #[test]
+    fn kube_attrs_both_printcolumn_forms() {
+        let item: syn::ItemStruct = syn::parse_quote! {
+            #[kube(group = "a.b", version = "v1", kind = "K", namespaced, storage = false,
+                   printcolumn = r#"{"name":"X","type":"string","jsonPath":".x"}"#,
+                   printcolumn(name = "Y", type_ = "date", json_path = ".y", priority = 1),
+                   shortname = "k", shortname = "kk", deprecated = "old")]
+            struct KSpec {}
+        };
+        let attrs = kube_attrs(&item.attrs).expect("parses");
+        assert_eq!(attrs.group.as_deref(), Some("a.b"));
+        assert!(attrs.namespaced);
+        assert_eq!(attrs.storage, Some(false));
+        assert_eq!(attrs.printcolumns.len(), 2);
+        assert_eq!(attrs.printcolumns[1].priority, Some(1));
+        assert_eq!(attrs.shortnames, ["k", "kk"]);
+        assert_eq!(attrs.deprecated, Some(Some("old".into())));
+    }
+}

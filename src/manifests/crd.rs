@@ -1,0 +1,258 @@
+//! Assembles CustomResourceDefinitions exactly as kube-derive's `crd()` does: the same root
+//! schema, the same generator transforms, the same k8s-openapi structs, merged across versions
+//! with kube-core's `merge_crds`, and serialized with serde_yaml.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
+    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
+    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps, SelectableField,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use proc_macro2::Span;
+use schemars::Schema;
+use serde_json::{Map, Value, json};
+
+use super::{
+    attrs::KubeAttrs,
+    error::SourceError,
+    index::{Index, ItemKind},
+    schema::{Builder, Scoped},
+};
+
+/// A struct with `#[derive(CustomResource)]`, found in the sources.
+#[derive(Debug, Clone)]
+pub struct CustomResource {
+    pub item: usize,
+    pub attrs: KubeAttrs,
+    pub file: PathBuf,
+    pub span: Span,
+}
+
+impl CustomResource {
+    pub fn group(&self) -> &str {
+        self.attrs.group.as_deref().unwrap_or_default()
+    }
+
+    pub fn kind(&self) -> &str {
+        self.attrs.kind.as_deref().unwrap_or_default()
+    }
+
+    pub fn version(&self) -> &str {
+        self.attrs.version.as_deref().unwrap_or_default()
+    }
+
+    pub fn singular(&self) -> String {
+        self.attrs.singular.clone().unwrap_or_else(|| self.kind().to_ascii_lowercase())
+    }
+
+    /// kube-derive's plural: explicit, or its rule applied to the singular name.
+    pub fn plural(&self) -> String {
+        self.attrs.plural.clone().unwrap_or_else(|| to_plural(&self.singular()))
+    }
+}
+
+/// kube-derive 5's `to_plural`.
+fn to_plural(word: &str) -> String {
+    if word.ends_with('s') || word.ends_with('x') || word.ends_with('z') || word.ends_with("ch") || word.ends_with("sh")
+    {
+        return format!("{word}es");
+    }
+    if word.ends_with('y')
+        && let Some(c) = word.chars().nth(word.len().saturating_sub(2))
+        && !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u')
+    {
+        let mut chars = word.chars();
+        chars.next_back();
+        return format!("{}ies", chars.as_str());
+    }
+    format!("{word}s")
+}
+
+/// The CRD of one version of one kind, as `<Kind>::crd()` returns it.
+pub fn single_version_crd(builder: &mut Builder, index: &Index, cr: &CustomResource) -> Result<CustomResourceDefinition, SourceError> {
+    let item = &index.items[cr.item];
+    let ItemKind::Struct(spec) = &item.kind else {
+        return Err(SourceError::at(&cr.file, cr.span, "#[derive(CustomResource)] on something that is not a struct"));
+    };
+    let module = item.module.clone();
+    let missing = |key: &str| {
+        SourceError::at(&cr.file, cr.span, format!("#[kube(...)] needs `{key}`")).help(format!("add {key} = \"...\" to #[kube(...)]"))
+    };
+    let group = cr.attrs.group.clone().ok_or_else(|| missing("group"))?;
+    let version = cr.attrs.version.clone().ok_or_else(|| missing("version"))?;
+    let kind = cr.attrs.kind.clone().ok_or_else(|| missing("kind"))?;
+    if let Some((key, span)) = cr.attrs.unsupported.first() {
+        return Err(SourceError::at(&cr.file, *span, format!("kopgen cannot yet derive `#[kube({key})]` statically"))
+            .help("remove it for now, or generate this CRD with kube-derive's crd() instead"));
+    }
+    if cr.attrs.schema.as_deref().is_some_and(|m| m != "derived") {
+        return Err(SourceError::at(&cr.file, cr.span, "only `schema = \"derived\"` is supported")
+            .help("manual and disabled schemas are set in code at run time; kopgen cannot see them"));
+    }
+    if spec.generics.params.iter().any(|p| matches!(p, syn::GenericParam::Type(_))) {
+        return Err(SourceError::at(&cr.file, spec.ident.span(), "generic spec structs cannot be a CustomResource")
+            .help("kube-derive needs a concrete spec type; remove the type parameters"));
+    }
+
+    // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
+    let env = Default::default();
+    let spec_schema = builder.struct_schema(&cr.file, &module, spec, &env)?;
+    let mut root = Schema::from(json!({"type": "object"}).as_object().cloned().unwrap_or_default());
+    let mut properties = Map::new();
+    properties.insert("spec".into(), spec_schema.to_value());
+    let mut required = vec![Value::from("spec")];
+    if let Some(status) = &cr.attrs.status {
+        let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
+            SourceError::at(&cr.file, cr.span, format!("status = {status:?} is not a type: {e}"))
+        })?;
+        let option: syn::Type = syn::parse_quote!(Option<#status_ty>);
+        let built = builder.type_schema(&cr.file, &Scoped { ty: &option, module: &module, env: &env })?;
+        properties.insert("status".into(), built.schema.to_value());
+    }
+    let _ = &mut required;
+    root.insert("properties".into(), Value::Object(properties));
+    root.insert("required".into(), Value::Array(required));
+    let root_ident = cr.attrs.root.clone().unwrap_or_else(|| kind.clone());
+    let doc = cr
+        .attrs
+        .doc
+        .clone()
+        .unwrap_or_else(|| format!(" Auto-generated derived type for {} via `CustomResource`", spec.ident));
+    let doc = doc.strip_prefix(' ').unwrap_or(&doc).to_owned();
+    let (title, description) = schemars::_private::get_title_and_description(&doc);
+    if !title.is_empty() {
+        root.insert("title".into(), title.into());
+    }
+    if !description.is_empty() {
+        root.insert("description".into(), description.into());
+    }
+    if root.get("title").is_none() {
+        root.insert("title".into(), root_ident.clone().into());
+    }
+    builder.apply_transforms(&mut root);
+    let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
+        SourceError::at(&cr.file, cr.span, format!("the derived schema is not a valid JSONSchemaProps: {e}"))
+    })?;
+
+    let plural = cr.plural();
+    let singular = cr.singular();
+    let opt_vec = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    let annotations = (!cr.attrs.annotations.is_empty())
+        .then(|| cr.attrs.annotations.iter().cloned().collect::<BTreeMap<_, _>>());
+    let labels = (!cr.attrs.labels.is_empty()).then(|| cr.attrs.labels.iter().cloned().collect::<BTreeMap<_, _>>());
+    let printer_columns = (!cr.attrs.printcolumns.is_empty()).then(|| {
+        cr.attrs
+            .printcolumns
+            .iter()
+            .map(|p| CustomResourceColumnDefinition {
+                description: p.description.clone(),
+                format: p.format.clone(),
+                json_path: p.json_path.clone(),
+                name: p.name.clone(),
+                priority: p.priority,
+                type_: p.type_.clone(),
+            })
+            .collect()
+    });
+    let selectable_fields = (!cr.attrs.selectable.is_empty()).then(|| {
+        cr.attrs
+            .selectable
+            .iter()
+            .map(|path| SelectableField { json_path: path.clone() })
+            .collect()
+    });
+    let subresources = cr.attrs.status.as_ref().map(|_| CustomResourceSubresources {
+        scale: None,
+        status: Some(CustomResourceSubresourceStatus(json!({}))),
+    });
+    let (deprecated, deprecation_warning) = match &cr.attrs.deprecated {
+        None => (None, None),
+        Some(warning) => (Some(true), warning.clone()),
+    };
+    Ok(CustomResourceDefinition {
+        metadata: ObjectMeta {
+            annotations,
+            labels,
+            name: Some(format!("{plural}.{group}")),
+            ..Default::default()
+        },
+        spec: CustomResourceDefinitionSpec {
+            group,
+            names: CustomResourceDefinitionNames {
+                categories: opt_vec(&cr.attrs.categories),
+                kind,
+                plural,
+                short_names: opt_vec(&cr.attrs.shortnames),
+                singular: Some(singular),
+                ..Default::default()
+            },
+            scope: if cr.attrs.namespaced { "Namespaced" } else { "Cluster" }.into(),
+            versions: vec![CustomResourceDefinitionVersion {
+                additional_printer_columns: printer_columns,
+                deprecated,
+                deprecation_warning,
+                name: version,
+                schema: Some(CustomResourceValidation {
+                    open_api_v3_schema: Some(schema),
+                }),
+                selectable_fields,
+                served: cr.attrs.served.unwrap_or(true),
+                storage: cr.attrs.storage.unwrap_or(true),
+                subresources,
+            }],
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// Kubernetes' version priority: GA before beta before alpha, higher numbers first
+/// (`v2`, `v1`, `v1beta2`, `v1beta1`, `v1alpha1`); other names last, alphabetically.
+pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
+    let parse = |rest: &str| -> Option<(u8, i64, i64)> {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let major: i64 = digits.parse().ok()?;
+        let tail = &rest[digits.len()..];
+        if tail.is_empty() {
+            return Some((0, -major, 0));
+        }
+        let (level, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (2, m)
+        } else {
+            return None;
+        };
+        Some((level, -major, -minor.parse::<i64>().ok()?))
+    };
+    match name.strip_prefix('v').and_then(parse) {
+        Some((level, major, minor)) => (level, major, minor, String::new()),
+        None => (3, 0, 0, name.to_owned()),
+    }
+}
+
+/// Serializes a CRD the way `serde_yaml::to_string(&crd)` does.
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, String> {
+    serde_yaml::to_string(crd).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut versions = vec!["v1alpha1", "v1", "v2beta1", "v1beta1", "v2", "foo", "v1beta2"];
+        versions.sort_by_key(|v| version_priority(v));
+        assert_eq!(versions, ["v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
+    }
+
+    #[test]
+    fn plural_rule() {
+        assert_eq!(to_plural("policy"), "policies");
+        assert_eq!(to_plural("gateway"), "gateways");
+        assert_eq!(to_plural("box"), "boxes");
+    }
+}

@@ -1,0 +1,318 @@
+//! `default` values, which kube-derive computes by running Rust (`Default::default()` or the
+//! `#[serde(default = "...")]` function, serialized with serde). kopgen folds them statically
+//! for literals, std defaults, derived `Default` of the crate's own types, and simple
+//! functions and constants; anything else is an error that says how to make it foldable.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use syn::{Expr, Fields, Type, spanned::Spanned};
+
+use super::{
+    attrs::{self, DefaultAttr, FieldAttrs},
+    error::SourceError,
+    index::{Index, ItemKind},
+    known::Generic,
+    resolve::{Resolved, path_segments},
+    schema::Env,
+};
+
+const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, \
+                    constants, std defaults and derived `Default` of this crate's types; make the default one of those";
+
+/// The `default` schemars writes for a field, folded statically; `None` when it writes none.
+pub fn field_default(
+    index: &Index,
+    file: &Path,
+    module: &str,
+    field: &syn::Field,
+    fattrs: &FieldAttrs,
+    container_default: Option<&DefaultAttr>,
+    env: &Env,
+) -> Result<Option<Value>, SourceError> {
+    if fattrs.skip_serializing || (fattrs.default == DefaultAttr::None && container_default.is_none()) {
+        return Ok(None);
+    }
+    let folder = Folder { index, env };
+    let value = match &fattrs.default {
+        DefaultAttr::Path(path) => folder.call(file, module, path)?,
+        // The container's default: kopgen assumes `#[derive(Default)]`, whose fields take
+        // their own types' defaults.
+        DefaultAttr::Default | DefaultAttr::None => folder.type_default(file, module, &field.ty)?,
+    };
+    if let Some(predicate) = &fattrs.skip_serializing_if
+        && skips(file, predicate, &value)?
+    {
+        return Ok(None);
+    }
+    // `serde_json::to_value(None)` is `null`, which the CRD model drops.
+    Ok(Some(value))
+}
+
+/// Evaluates a `skip_serializing_if` predicate on a folded value.
+fn skips(file: &Path, predicate: &syn::Path, value: &Value) -> Result<bool, SourceError> {
+    let name = predicate.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    match name.as_str() {
+        "is_none" => Ok(value.is_null()),
+        "is_some" => Ok(!value.is_null()),
+        "is_empty" => Ok(match value {
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::String(s) => s.is_empty(),
+            _ => false,
+        }),
+        "is_false" | "not" => Ok(value == &Value::Bool(false)),
+        "is_true" => Ok(value == &Value::Bool(true)),
+        "is_zero" => Ok(value.as_f64() == Some(0.0)),
+        _ => Err(SourceError::at(
+            file,
+            predicate.span(),
+            format!("cannot evaluate `skip_serializing_if = \"{}\"` on the default statically", quote_path(predicate)),
+        )
+        .help("use Option::is_none, Vec::is_empty, String::is_empty or a map's is_empty")),
+    }
+}
+
+fn quote_path(path: &syn::Path) -> String {
+    path_segments(path).join("::")
+}
+
+struct Folder<'a> {
+    index: &'a Index,
+    env: &'a Env<'a>,
+}
+
+impl Folder<'_> {
+    /// `Default::default()` of `ty`, serialized.
+    fn type_default(&self, file: &Path, module: &str, ty: &Type) -> Result<Value, SourceError> {
+        let unfoldable = || {
+            SourceError::at(file, ty.span(), "cannot fold the Default of this type statically").help(HELP)
+        };
+        match ty {
+            Type::Paren(p) => return self.type_default(file, module, &p.elem),
+            Type::Group(g) => return self.type_default(file, module, &g.elem),
+            Type::Tuple(t) if t.elems.is_empty() => return Ok(Value::Null),
+            Type::Array(a) => {
+                let len = attrs::expr_to_json(&a.len).and_then(|v| v.as_u64()).ok_or_else(unfoldable)?;
+                let item = self.type_default(file, module, &a.elem)?;
+                return Ok(Value::Array(vec![item; len as usize]));
+            }
+            Type::Path(_) => {}
+            _ => return Err(unfoldable()),
+        }
+        let Type::Path(p) = ty else { return Err(unfoldable()) };
+        if let Some(ident) = p.path.get_ident()
+            && let Some((bound, bound_module)) = self.env.get(&ident.to_string())
+        {
+            return self.type_default(file, bound_module, bound);
+        }
+        match self.index.resolve(module, &path_segments(&p.path)) {
+            Some(Resolved::External(path)) => {
+                if let Some(generic) = Generic::from_path(&path) {
+                    return match generic {
+                        Generic::Option => Ok(Value::Null),
+                        Generic::Transparent => {
+                            let inner = first_type_arg(&p.path).ok_or_else(unfoldable)?;
+                            self.type_default(file, module, inner)
+                        }
+                        Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => Ok(Value::Object(Map::new())),
+                        _ => Ok(Value::Array(Vec::new())),
+                    };
+                }
+                Ok(match path.as_str() {
+                    "bool" => Value::Bool(false),
+                    "std::string::String" | "str" => Value::String(String::new()),
+                    "char" => Value::String("\0".into()),
+                    "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128"
+                    | "usize" => Value::from(0),
+                    "f32" | "f64" => Value::from(0.0),
+                    "serde_json::Value" | "serde_json::value::Value" => Value::Null,
+                    "serde_json::Map" | "serde_json::map::Map" => Value::Object(Map::new()),
+                    _ => return Err(unfoldable()),
+                })
+            }
+            Some(Resolved::Local(item)) => self.item_default(file, item).map_err(|_| unfoldable()),
+            None => Err(unfoldable()),
+        }
+    }
+
+    /// `Default::default()` of a local struct deriving `Default`, or of an enum's `#[default]` unit variant.
+    fn item_default(&self, file: &Path, item_index: usize) -> Result<Value, SourceError> {
+        let item = &self.index.items[item_index];
+        let item_file = self.index.file(item).to_path_buf();
+        let module = item.module.clone();
+        match &item.kind {
+            ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
+            ItemKind::Struct(s) if attrs::derives(&s.attrs, "Default") => {
+                let cattrs = attrs::container_attrs(&s.attrs).map_err(|e| super::schema::syn_error(&item_file, e))?;
+                match &s.fields {
+                    Fields::Named(named) => {
+                        let mut object = Map::new();
+                        for field in &named.named {
+                            let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| super::schema::syn_error(&item_file, e))?;
+                            if fattrs.skip_serializing {
+                                continue;
+                            }
+                            let value = self.type_default(&item_file, &module, &field.ty)?;
+                            if let Some(predicate) = &fattrs.skip_serializing_if
+                                && skips(&item_file, predicate, &value)?
+                            {
+                                continue;
+                            }
+                            let raw = field.ident.as_ref().map(ToString::to_string).unwrap_or_default();
+                            let raw = raw.strip_prefix("r#").unwrap_or(&raw).to_owned();
+                            let name = fattrs.rename.clone().unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
+                            if fattrs.flatten {
+                                if let Value::Object(inner) = value {
+                                    object.extend(inner);
+                                }
+                                continue;
+                            }
+                            object.insert(name, value);
+                        }
+                        Ok(Value::Object(object))
+                    }
+                    Fields::Unnamed(f) if f.unnamed.len() == 1 => self.type_default(&item_file, &module, &f.unnamed[0].ty),
+                    Fields::Unit => Ok(Value::Null),
+                    Fields::Unnamed(_) => Err(SourceError::at(file, s.span(), "cannot fold tuple struct defaults")),
+                }
+            }
+            ItemKind::Enum(e) => {
+                let cattrs = attrs::container_attrs(&e.attrs).map_err(|err| super::schema::syn_error(&item_file, err))?;
+                let variant = e
+                    .variants
+                    .iter()
+                    .find(|v| v.attrs.iter().any(|a| a.path().is_ident("default")) && matches!(v.fields, Fields::Unit))
+                    .ok_or_else(|| SourceError::at(file, e.span(), "enum has no #[default] unit variant"))?;
+                let vattrs = attrs::container_attrs(&variant.attrs).map_err(|err| super::schema::syn_error(&item_file, err))?;
+                Ok(Value::String(
+                    vattrs.rename.unwrap_or_else(|| cattrs.rename_all.apply_to_variant(&variant.ident.to_string())),
+                ))
+            }
+            _ => Err(SourceError::at(file, item_file_span(), "type does not derive Default")),
+        }
+    }
+
+    /// Folds a call of the default function at `path` (written in `module`).
+    fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
+        let unfoldable = |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
+        match self.index.resolve(module, &path_segments(path)) {
+            Some(Resolved::Local(item)) => {
+                let item = &self.index.items[item];
+                let item_file = self.index.file(item).to_path_buf();
+                let ItemKind::Fn(f) = &item.kind else {
+                    return Err(unfoldable("the default is not a function"));
+                };
+                let expr = tail_expr(&f.block).ok_or_else(|| {
+                    SourceError::at(&item_file, f.sig.ident.span(), "this default function is not a single expression").help(HELP)
+                })?;
+                self.expr(&item_file, &item.module.clone(), expr)
+            }
+            Some(Resolved::External(p)) if p.ends_with("::default") || p == "Default::default" => {
+                Err(unfoldable("use `#[serde(default)]` for the type's Default"))
+            }
+            _ => Err(unfoldable("cannot find this default function in the crate")),
+        }
+    }
+
+    /// Folds a constant expression.
+    fn expr(&self, file: &Path, module: &str, expr: &Expr) -> Result<Value, SourceError> {
+        let unfoldable = || SourceError::at(file, expr.span(), "cannot fold this default statically").help(HELP);
+        if let Some(value) = attrs::expr_to_json(expr) {
+            return Ok(value);
+        }
+        match expr {
+            Expr::Paren(p) => self.expr(file, module, &p.expr),
+            Expr::Group(g) => self.expr(file, module, &g.expr),
+            Expr::Block(b) if b.block.stmts.len() == 1 => match tail_expr(&b.block) {
+                Some(e) => self.expr(file, module, e),
+                None => Err(unfoldable()),
+            },
+            Expr::Return(r) => r.expr.as_ref().map_or(Ok(Value::Null), |e| self.expr(file, module, e)),
+            Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
+                "to_string" | "to_owned" | "into" | "clone" => self.expr(file, module, &m.receiver),
+                _ => Err(unfoldable()),
+            },
+            Expr::Call(c) => {
+                let Expr::Path(func) = &*c.func else { return Err(unfoldable()) };
+                let segments = path_segments(&func.path);
+                let last = segments.last().map(String::as_str).unwrap_or_default();
+                match (last, c.args.len()) {
+                    ("Some", 1) | ("from" | "new", 1) => self.expr(file, module, &c.args[0]),
+                    ("new" | "default", 0) => {
+                        // `Vec::new()`, `BTreeMap::new()`, `String::new()`, `Default::default()`.
+                        let head = segments.first().map(String::as_str).unwrap_or_default();
+                        Ok(match head {
+                            "Vec" | "VecDeque" | "BTreeSet" | "HashSet" => Value::Array(Vec::new()),
+                            "BTreeMap" | "HashMap" => Value::Object(Map::new()),
+                            "String" => Value::String(String::new()),
+                            _ => return Err(unfoldable()),
+                        })
+                    }
+                    _ => Err(unfoldable()),
+                }
+            }
+            Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+                let elems = m
+                    .mac
+                    .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+                    .map_err(|_| unfoldable())?;
+                elems.iter().map(|e| self.expr(file, module, e)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+            }
+            Expr::Path(p) => {
+                let segments = path_segments(&p.path);
+                if segments == ["None"] {
+                    return Ok(Value::Null);
+                }
+                match self.index.resolve(module, &segments) {
+                    Some(Resolved::Local(item)) => {
+                        let item = &self.index.items[item];
+                        match &item.kind {
+                            ItemKind::Const(c) => {
+                                let item_file = self.index.file(item).to_path_buf();
+                                self.expr(&item_file, &item.module.clone(), &c.expr)
+                            }
+                            _ => Err(unfoldable()),
+                        }
+                    }
+                    _ => self.enum_variant(module, &segments).ok_or_else(unfoldable),
+                }
+            }
+            _ => Err(unfoldable()),
+        }
+    }
+
+    /// A unit variant path `Enum::Variant` of a local enum, serialized with its renames.
+    fn enum_variant(&self, module: &str, segments: &[String]) -> Option<Value> {
+        let (variant, enum_path) = segments.split_last()?;
+        let Resolved::Local(item) = self.index.resolve(module, enum_path)? else { return None };
+        let ItemKind::Enum(e) = &self.index.items[item].kind else { return None };
+        let cattrs = attrs::container_attrs(&e.attrs).ok()?;
+        let v = e.variants.iter().find(|v| v.ident == variant.as_str())?;
+        let vattrs = attrs::container_attrs(&v.attrs).ok()?;
+        Some(Value::String(vattrs.rename.unwrap_or_else(|| cattrs.rename_all.apply_to_variant(variant))))
+    }
+}
+
+fn item_file_span() -> proc_macro2::Span {
+    proc_macro2::Span::call_site()
+}
+
+fn first_type_arg(path: &syn::Path) -> Option<&Type> {
+    match &path.segments.last()?.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|arg| match arg {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The value expression of a function body made of one expression (or `return expr;`).
+fn tail_expr(block: &syn::Block) -> Option<&Expr> {
+    match block.stmts.as_slice() {
+        [syn::Stmt::Expr(e, None)] => Some(e),
+        [syn::Stmt::Expr(Expr::Return(r), Some(_))] => r.expr.as_deref(),
+        _ => None,
+    }
+}

@@ -1,0 +1,64 @@
+//! Finds the Rust sources to read and the module each one defines.
+
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use super::{error::ManifestError, index::module_of};
+
+pub struct Source {
+    pub path: PathBuf,
+    pub module: String,
+    pub text: String,
+}
+
+/// Every `.rs` file under `paths` (files or directories), sorted, so that output never
+/// depends on the order the file system lists them in. A directory is read as a crate's
+/// `src/`: `lib.rs` is the crate root; `main.rs` and `bin/` (separate crates) are read only
+/// when there is no `lib.rs`.
+pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
+    let mut out = Vec::new();
+    for root in paths {
+        if root.is_file() {
+            out.push(read(root, "crate".into())?);
+            continue;
+        }
+        if !root.is_dir() {
+            return Err(ManifestError::Io {
+                path: root.display().to_string(),
+                message: "no such file or directory".into(),
+            });
+        }
+        let has_lib = root.join("lib.rs").is_file();
+        let mut files: Vec<PathBuf> = WalkDir::new(root)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "rs"))
+            .map(|e| e.into_path())
+            .filter(|p| !(has_lib && (is_under(root, p, "bin") || p == &root.join("main.rs"))))
+            .collect();
+        files.sort();
+        for file in files {
+            let module = module_of(root, &file);
+            out.push(read(&file, module)?);
+        }
+    }
+    Ok(out)
+}
+
+fn is_under(root: &Path, path: &Path, dir: &str) -> bool {
+    path.strip_prefix(root).is_ok_and(|rel| rel.starts_with(dir))
+}
+
+fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ManifestError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(Source {
+        path: path.to_path_buf(),
+        module,
+        text,
+    })
+}

@@ -1,0 +1,47 @@
+//! Errors of `kopgen manifests`, each pointing into the Rust source.
+
+use std::path::{Path, PathBuf};
+
+use proc_macro2::Span;
+use thiserror::Error;
+
+/// A problem in the user's source that keeps kopgen from deriving a CRD.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{}:{line}:{column}: {message}{}", file.display(), help.as_ref().map(|h| format!("\n  help: {h}")).unwrap_or_default())]
+pub struct SourceError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl SourceError {
+    pub fn at(file: &Path, span: Span, message: impl Into<String>) -> Self {
+        let start = span.start();
+        Self {
+            file: file.to_path_buf(),
+            line: start.line,
+            column: start.column + 1,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<SourceError>),
+    #[error("{path}: cannot read: {message}")]
+    Io { path: String, message: String },
+    #[error("{0}")]
+    Other(String),
+}

@@ -1,0 +1,210 @@
+//! Reads Rust sources with syn into an index of modules: the items each declares and the
+//! names its `use` declarations bring into scope. Path resolution works on this index, the
+//! way rustc's name resolution would for the subset of Rust that API types are written in.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
+
+use syn::{Item, UseTree};
+
+use super::error::SourceError;
+
+/// An item that can carry a schema or be referenced from one.
+#[derive(Debug, Clone)]
+pub enum ItemKind {
+    Struct(syn::ItemStruct),
+    Enum(syn::ItemEnum),
+    Alias(syn::ItemType),
+    Fn(syn::ItemFn),
+    Const(syn::ItemConst),
+}
+
+#[derive(Debug, Clone)]
+pub struct IndexedItem {
+    /// Canonical module path, e.g. `crate::api::apps::v1alpha1`.
+    pub module: String,
+    pub name: String,
+    pub kind: ItemKind,
+    pub file: usize,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Module {
+    /// Items declared here, by name, as indexes into [`Index::items`]. Types and values share
+    /// the map; kopgen only looks up types and functions, which rarely collide.
+    pub items: HashMap<String, usize>,
+    /// `use` imports: local name → absolute path (`crate::...` or an external crate path).
+    pub uses: HashMap<String, Vec<String>>,
+    /// `use path::*` imports, as absolute paths.
+    pub globs: Vec<Vec<String>>,
+    /// Child modules declared here.
+    pub children: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Index {
+    pub files: Vec<PathBuf>,
+    pub items: Vec<IndexedItem>,
+    pub modules: HashMap<String, Module>,
+}
+
+impl Index {
+    /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
+    pub fn add_file(&mut self, path: &Path, module: &str, file: &syn::File) {
+        let file_index = self.files.len();
+        self.files.push(path.to_path_buf());
+        self.add_items(module, &file.items, file_index);
+    }
+
+    fn add_items(&mut self, module: &str, items: &[Item], file: usize) {
+        self.modules.entry(module.to_owned()).or_default();
+        for item in items {
+            let (name, kind) = match item {
+                Item::Struct(s) => (s.ident.to_string(), ItemKind::Struct(s.clone())),
+                Item::Enum(e) => (e.ident.to_string(), ItemKind::Enum(e.clone())),
+                Item::Type(t) => (t.ident.to_string(), ItemKind::Alias(t.clone())),
+                Item::Fn(f) => (f.sig.ident.to_string(), ItemKind::Fn(f.clone())),
+                Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c.clone())),
+                Item::Use(u) => {
+                    let mut prefix = Vec::new();
+                    self.add_use(module, &u.tree, &mut prefix);
+                    continue;
+                }
+                Item::Mod(m) => {
+                    let child = format!("{module}::{}", m.ident);
+                    self.module_mut(module).children.push(m.ident.to_string());
+                    if let Some((_, inner)) = &m.content {
+                        self.add_items(&child, inner, file);
+                    } else {
+                        self.modules.entry(child).or_default();
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let index = self.items.len();
+            self.items.push(IndexedItem {
+                module: module.to_owned(),
+                name: name.clone(),
+                kind,
+                file,
+            });
+            self.module_mut(module).items.insert(name, index);
+        }
+    }
+
+    fn module_mut(&mut self, module: &str) -> &mut Module {
+        self.modules.entry(module.to_owned()).or_default()
+    }
+
+    fn add_use(&mut self, module: &str, tree: &UseTree, prefix: &mut Vec<String>) {
+        match tree {
+            UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.add_use(module, &p.tree, prefix);
+                prefix.pop();
+            }
+            UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                if name == "self" {
+                    if let Some(last) = prefix.last().cloned() {
+                        let path = absolutize(module, prefix);
+                        self.module_mut(module).uses.insert(last, path);
+                    }
+                } else {
+                    let mut full = prefix.clone();
+                    full.push(name.clone());
+                    let path = absolutize(module, &full);
+                    self.module_mut(module).uses.insert(name, path);
+                }
+            }
+            UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                if r.ident != "self" {
+                    full.push(r.ident.to_string());
+                }
+                let path = absolutize(module, &full);
+                self.module_mut(module).uses.insert(r.rename.to_string(), path);
+            }
+            UseTree::Glob(_) => {
+                let path = absolutize(module, prefix);
+                self.module_mut(module).globs.push(path);
+            }
+            UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.add_use(module, tree, prefix);
+                }
+            }
+        }
+    }
+
+    pub fn file(&self, item: &IndexedItem) -> &Path {
+        &self.files[item.file]
+    }
+}
+
+/// Makes a `use` path absolute: `crate::`, `self::`, `super::` are resolved against `module`;
+/// anything else stays as written (an external crate, or a child module, which resolution
+/// checks first).
+fn absolutize(module: &str, path: &[String]) -> Vec<String> {
+    let mut segments: Vec<String> = Vec::new();
+    let mut iter = path.iter().peekable();
+    match iter.peek().map(|s| s.as_str()) {
+        Some("crate") => {
+            segments.push("crate".into());
+            iter.next();
+        }
+        Some("self") => {
+            segments.extend(module.split("::").map(str::to_owned));
+            iter.next();
+        }
+        Some("super") => {
+            segments.extend(module.split("::").map(str::to_owned));
+            while iter.peek().map(|s| s.as_str()) == Some("super") {
+                iter.next();
+                if segments.len() > 1 {
+                    segments.pop();
+                }
+            }
+        }
+        _ => {
+            // A path like `v1alpha1::Blog` inside `crate::api::apps` names a child module
+            // (2018 uniform paths); mark it relative, resolution decides.
+            segments.push(format!("{{relative:{module}}}"));
+        }
+    }
+    segments.extend(iter.cloned());
+    segments
+}
+
+/// Parses `text` (the contents of `path`) into a syn file, with the error located.
+pub fn parse_file(path: &Path, text: &str) -> Result<syn::File, SourceError> {
+    syn::parse_file(text).map_err(|e| {
+        SourceError::at(path, e.span(), format!("cannot parse Rust: {e}"))
+            .help("kopgen reads the source without compiling it; fix the syntax error (cargo check shows it too)")
+    })
+}
+
+/// The module path of a file inside a crate's `src/` directory: `src/lib.rs` → `crate`,
+/// `src/api/mod.rs` → `crate::api`, `src/api/apps.rs` → `crate::api::apps`.
+pub fn module_of(src_root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src_root).unwrap_or(file);
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.strip_suffix(".rs").unwrap_or(&last).to_owned();
+        if !matches!(stem.as_str(), "mod" | "lib" | "main") {
+            parts.push(stem);
+        }
+    }
+    let mut module = String::from("crate");
+    for part in parts {
+        module.push_str("::");
+        module.push_str(&part.replace('-', "_"));
+    }
+    module
+}

@@ -1,0 +1,196 @@
+//! Path resolution over the [`Index`]: what a type name written in some module refers to.
+
+use super::index::{Index, ItemKind};
+
+/// What a path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// An item of the crate being read, as an index into [`Index::items`].
+    Local(usize),
+    /// A type from another crate (or std), by canonical path, e.g. `std::vec::Vec`.
+    External(String),
+}
+
+/// Names in Rust's prelude and the primitive types, with their canonical paths.
+fn prelude(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Option" => "std::option::Option",
+        "Vec" => "std::vec::Vec",
+        "String" => "std::string::String",
+        "Box" => "std::boxed::Box",
+        "bool" => "bool",
+        "char" => "char",
+        "str" => "str",
+        "i8" => "i8",
+        "i16" => "i16",
+        "i32" => "i32",
+        "i64" => "i64",
+        "i128" => "i128",
+        "isize" => "isize",
+        "u8" => "u8",
+        "u16" => "u16",
+        "u32" => "u32",
+        "u64" => "u64",
+        "u128" => "u128",
+        "usize" => "usize",
+        "f32" => "f32",
+        "f64" => "f64",
+        _ => return None,
+    })
+}
+
+/// Canonical spellings of re-exported std paths (`std::collections::btree_map::BTreeMap` is
+/// the same type as `std::collections::BTreeMap`).
+fn canonical_external(path: &str) -> String {
+    let path = path.strip_prefix("::").unwrap_or(path);
+    let path = match path.split_once("::") {
+        Some(("alloc" | "core", rest)) => format!("std::{rest}"),
+        _ => path.to_owned(),
+    };
+    for module in ["btree_map", "hash_map", "btree_set", "hash_set", "vec_deque"] {
+        if let Some(rest) = path.strip_prefix(&format!("std::collections::{module}::")) {
+            return format!("std::collections::{rest}");
+        }
+    }
+    path
+}
+
+impl Index {
+    /// Resolves `segments` as written in `module`.
+    pub fn resolve(&self, module: &str, segments: &[String]) -> Option<Resolved> {
+        self.resolve_depth(module, segments, 0)
+    }
+
+    fn resolve_depth(&self, module: &str, segments: &[String], depth: usize) -> Option<Resolved> {
+        if depth > 32 || segments.is_empty() {
+            return None;
+        }
+        let first = segments[0].as_str();
+        if let Some(relative_to) = first.strip_prefix("{relative:").and_then(|s| s.strip_suffix('}')) {
+            // A `use` path that did not start with crate/self/super: a child module of the
+            // module that declared the `use`, else an external crate.
+            let rest = &segments[1..];
+            if let Some(head) = rest.first()
+                && self.modules.contains_key(&format!("{relative_to}::{head}"))
+            {
+                return self.walk(&format!("{relative_to}::{head}"), &rest[1..], depth);
+            }
+            return self.resolve_depth(relative_to, rest, depth + 1).or_else(|| {
+                Some(Resolved::External(canonical_external(&rest.join("::"))))
+            });
+        }
+        match first {
+            "crate" => return self.walk("crate", &segments[1..], depth),
+            "self" => return self.walk(module, &segments[1..], depth),
+            "super" => {
+                let mut base: Vec<&str> = module.split("::").collect();
+                let mut rest = segments;
+                while rest.first().map(String::as_str) == Some("super") {
+                    if base.len() > 1 {
+                        base.pop();
+                    }
+                    rest = &rest[1..];
+                }
+                return self.walk(&base.join("::"), rest, depth);
+            }
+            "" => return Some(Resolved::External(canonical_external(&segments[1..].join("::")))),
+            _ => {}
+        }
+        let scope = self.modules.get(module);
+        if let Some(scope) = scope {
+            if segments.len() == 1
+                && let Some(&item) = scope.items.get(first)
+            {
+                return Some(Resolved::Local(item));
+            }
+            if let Some(target) = scope.uses.get(first) {
+                let mut full = target.clone();
+                full.extend_from_slice(&segments[1..]);
+                return self.resolve_depth(module, &full, depth + 1);
+            }
+            if scope.children.iter().any(|c| c == first) {
+                return self.walk(&format!("{module}::{first}"), &segments[1..], depth);
+            }
+        }
+        if segments.len() == 1
+            && let Some(path) = prelude(first)
+        {
+            return Some(Resolved::External(path.to_owned()));
+        }
+        if let Some(scope) = scope {
+            for glob in &scope.globs {
+                if let Some(found) = self.resolve_in_glob(module, glob, segments, depth) {
+                    return Some(found);
+                }
+            }
+        }
+        Some(Resolved::External(canonical_external(&segments.join("::"))))
+    }
+
+    fn resolve_in_glob(&self, module: &str, glob: &[String], segments: &[String], depth: usize) -> Option<Resolved> {
+        let mut full = glob.to_vec();
+        full.extend_from_slice(segments);
+        match self.resolve_depth(module, &full, depth + 1)? {
+            Resolved::Local(item) => Some(Resolved::Local(item)),
+            // An external glob (`use k8s_openapi::api::core::v1::*`) can only be checked against
+            // the types kopgen knows.
+            Resolved::External(path) if super::known::leaf(&path).is_some() => Some(Resolved::External(path)),
+            Resolved::External(_) => None,
+        }
+    }
+
+    /// Follows `rest` from module `base` of this crate.
+    fn walk(&self, base: &str, rest: &[String], depth: usize) -> Option<Resolved> {
+        let Some((last, middle)) = rest.split_last() else {
+            return None;
+        };
+        let mut module = base.to_owned();
+        for segment in middle {
+            let child = format!("{module}::{segment}");
+            if self.modules.contains_key(&child) {
+                module = child;
+                continue;
+            }
+            // A re-exported module (`pub use other::module;`).
+            let target = self.modules.get(&module)?.uses.get(segment)?;
+            let mut full = target.clone();
+            let index = middle.iter().position(|s| s == segment).unwrap_or(0);
+            full.extend_from_slice(&middle[index + 1..]);
+            full.push(last.clone());
+            return self.resolve_depth(&module, &full, depth + 1);
+        }
+        let scope = self.modules.get(&module)?;
+        if let Some(&item) = scope.items.get(last) {
+            return Some(Resolved::Local(item));
+        }
+        if let Some(target) = scope.uses.get(last) {
+            return self.resolve_depth(&module, target, depth + 1);
+        }
+        for glob in &scope.globs {
+            let mut full = glob.clone();
+            full.push(last.clone());
+            if let Some(Resolved::Local(item)) = self.resolve_depth(&module, &full, depth + 1) {
+                return Some(Resolved::Local(item));
+            }
+        }
+        None
+    }
+
+    /// Whether a resolved local item is a type (struct, enum or alias).
+    pub fn is_type(&self, item: usize) -> bool {
+        matches!(
+            self.items[item].kind,
+            ItemKind::Struct(_) | ItemKind::Enum(_) | ItemKind::Alias(_)
+        )
+    }
+}
+
+/// The segments of a syn path, as strings (a leading `::` becomes an empty first segment).
+pub fn path_segments(path: &syn::Path) -> Vec<String> {
+    let mut segments = Vec::new();
+    if path.leading_colon.is_some() {
+        segments.push(String::new());
+    }
+    segments.extend(path.segments.iter().map(|s| s.ident.to_string()));
+    segments
+}

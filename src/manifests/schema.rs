@@ -1,0 +1,643 @@
+//! Type → schema, the way `#[derive(JsonSchema)]` (schemars 1) builds it, from syntax alone.
+//!
+//! Local structs and enums are derived here, following schemars_derive's expansion: field
+//! order, `required`, defaults, docs as title/description, `extend`, validations, serde
+//! renames and skips. Library types come from [`known`](super::known), so their schemas are
+//! the real ones. The generator is configured exactly like kube-derive's `crd()`.
+
+use std::{collections::HashMap, path::Path};
+
+use schemars::{Schema, SchemaGenerator, generate::SchemaSettings};
+use serde_json::{Map, Value, json};
+use syn::{Fields, GenericArgument, PathArguments, Type, spanned::Spanned};
+
+use super::{
+    attrs::{self, ContainerAttrs, DefaultAttr, FieldAttrs, Metadata, RenameRule, Validation},
+    defaults,
+    error::SourceError,
+    index::{Index, ItemKind},
+    known::{self, Generic},
+    resolve::{Resolved, path_segments},
+};
+
+/// A type written in some module, with the generic arguments in scope there.
+#[derive(Clone)]
+pub struct Scoped<'a> {
+    pub ty: &'a Type,
+    pub module: &'a str,
+    pub env: &'a Env<'a>,
+}
+
+/// Generic parameters of the item being expanded, bound to the types they were given.
+pub type Env<'a> = HashMap<String, (Type, String)>;
+
+/// The generator settings of kube-derive 5's `crd()`.
+pub fn kube_settings() -> SchemaSettings {
+    SchemaSettings::openapi3()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(schemars::transform::AddNullable::default())
+        .with_transform(kube_core::schema::StructuralSchemaRewriter)
+        .with_transform(kube_core::schema::OptionalEnum)
+        .with_transform(kube_core::schema::OptionalIntOrString)
+}
+
+pub struct Builder<'a> {
+    pub index: &'a Index,
+    pub generator: SchemaGenerator,
+    stack: Vec<usize>,
+}
+
+/// A built schema and whether the type was an `Option` (so its field is not required).
+pub struct Built {
+    pub schema: Schema,
+    pub is_option: bool,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(index: &'a Index) -> Self {
+        Self {
+            index,
+            generator: SchemaGenerator::new(kube_settings()),
+            stack: Vec::new(),
+        }
+    }
+
+    /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
+    pub fn apply_transforms(&mut self, schema: &mut Schema) {
+        for transform in self.generator.transforms_mut() {
+            transform.transform(schema);
+        }
+    }
+
+    pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
+        let ty = scoped.ty;
+        match ty {
+            Type::Paren(p) => self.type_schema(file, &Scoped { ty: &p.elem, ..scoped.clone() }),
+            Type::Group(g) => self.type_schema(file, &Scoped { ty: &g.elem, ..scoped.clone() }),
+            Type::Reference(r) => self.type_schema(file, &Scoped { ty: &r.elem, ..scoped.clone() }),
+            Type::Slice(s) => {
+                let item = self.type_schema(file, &Scoped { ty: &s.elem, ..scoped.clone() })?;
+                Ok(plain(Generic::Vec.schema(&mut self.generator, vec![item.schema])))
+            }
+            Type::Array(a) => {
+                let item = self.type_schema(file, &Scoped { ty: &a.elem, ..scoped.clone() })?;
+                let len = match attrs::expr_to_json(&a.len).and_then(|v| v.as_u64()) {
+                    Some(n) => n as usize,
+                    None => {
+                        return Err(SourceError::at(file, a.len.span(), "array length is not a literal")
+                            .help("write the length as an integer literal"));
+                    }
+                };
+                known::array_schema(&mut self.generator, item.schema, len).map(plain).ok_or_else(|| {
+                    SourceError::at(file, ty.span(), "arrays longer than 32 elements have no schema in schemars")
+                        .help("use a Vec with a length validation")
+                })
+            }
+            Type::Tuple(t) => {
+                let mut items = Vec::new();
+                for elem in &t.elems {
+                    items.push(self.type_schema(file, &Scoped { ty: elem, ..scoped.clone() })?.schema);
+                }
+                known::tuple_schema(&mut self.generator, items).map(plain).ok_or_else(|| {
+                    SourceError::at(file, ty.span(), "tuples of more than 6 elements are not supported")
+                        .help("use a struct with named fields")
+                })
+            }
+            Type::Path(p) if p.qself.is_none() => self.path_schema(file, scoped, &p.path),
+            _ => Err(SourceError::at(file, ty.span(), "this type has no JSON schema kopgen can derive")
+                .help("use a named type (struct, enum, std or k8s-openapi type)")),
+        }
+    }
+
+    fn path_schema(&mut self, file: &Path, scoped: &Scoped, path: &syn::Path) -> Result<Built, SourceError> {
+        if let Some(ident) = path.get_ident()
+            && let Some((bound, module)) = scoped.env.get(&ident.to_string())
+        {
+            let env = HashMap::new();
+            return self.type_schema(file, &Scoped { ty: bound, module, env: &env });
+        }
+        let segments = path_segments(path);
+        let args: Vec<&Type> = match path.segments.last().map(|s| &s.arguments) {
+            Some(PathArguments::AngleBracketed(a)) => a
+                .args
+                .iter()
+                .filter_map(|arg| match arg {
+                    GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let resolved = self.index.resolve(scoped.module, &segments);
+        match resolved {
+            Some(Resolved::Local(item)) => self.item_schema(file, path, item, &args, scoped),
+            Some(Resolved::External(canonical)) => {
+                if let Some(generic) = Generic::from_path(&canonical) {
+                    if args.len() < generic.arity() {
+                        return Err(SourceError::at(file, path.span(), format!("`{canonical}` without type arguments")));
+                    }
+                    let mut schemas = Vec::new();
+                    for arg in args.iter().rev().take(generic.arity()).rev() {
+                        schemas.push(self.type_schema(file, &Scoped { ty: arg, ..scoped.clone() })?.schema);
+                    }
+                    let schema = generic.schema(&mut self.generator, schemas);
+                    return Ok(Built {
+                        schema,
+                        is_option: generic == Generic::Option,
+                    });
+                }
+                if let Some(f) = known::leaf(&canonical) {
+                    return Ok(plain(f(&mut self.generator)));
+                }
+                Err(SourceError::at(
+                    file,
+                    path.span(),
+                    format!("kopgen does not know the type `{canonical}`"),
+                )
+                .help(
+                    "kopgen knows std types, serde_json::Value and every k8s-openapi type; for another crate's type, \
+                     use `#[schemars(with = \"KnownType\")]` on the field, or define the type in this crate",
+                ))
+            }
+            None => Err(SourceError::at(
+                file,
+                path.span(),
+                format!("cannot resolve `{}`", segments.join("::")),
+            )
+            .help("check the `use` declarations and `mod` tree; kopgen follows them like rustc")),
+        }
+    }
+
+    fn item_schema(
+        &mut self,
+        file: &Path,
+        path: &syn::Path,
+        item_index: usize,
+        args: &[&Type],
+        scoped: &Scoped,
+    ) -> Result<Built, SourceError> {
+        let item = &self.index.items[item_index];
+        let item_file = self.index.file(item).to_path_buf();
+        let generics = match &item.kind {
+            ItemKind::Struct(s) => Some(&s.generics),
+            ItemKind::Enum(e) => Some(&e.generics),
+            ItemKind::Alias(a) => Some(&a.generics),
+            _ => None,
+        };
+        let Some(generics) = generics else {
+            return Err(SourceError::at(file, path.span(), format!("`{}` is not a type", item.name)));
+        };
+        let params: Vec<String> = generics.type_params().map(|p| p.ident.to_string()).collect();
+        if params.len() != args.len() {
+            return Err(SourceError::at(
+                file,
+                path.span(),
+                format!("`{}` takes {} type arguments, {} given", item.name, params.len(), args.len()),
+            ));
+        }
+        let mut env: Env = HashMap::new();
+        for (param, arg) in params.iter().zip(args) {
+            let (ty, module) = self.concrete(arg, scoped);
+            env.insert(param.clone(), (ty, module));
+        }
+        if let ItemKind::Alias(alias) = &item.kind {
+            let module = item.module.clone();
+            return self.type_schema(&item_file, &Scoped { ty: &alias.ty, module: &module, env: &env });
+        }
+        if self.stack.contains(&item_index) {
+            return Err(SourceError::at(file, path.span(), format!("`{}` is recursive", item.name)).help(
+                "a CRD schema cannot refer to itself (the API server rejects $ref); break the cycle, e.g. with \
+                 `#[schemars(with = \"serde_json::Value\")]` and `x-kubernetes-preserve-unknown-fields`",
+            ));
+        }
+        self.stack.push(item_index);
+        let result = match &item.kind {
+            ItemKind::Struct(s) => self.struct_schema(&item_file, &item.module.clone(), s, &env),
+            ItemKind::Enum(e) => self.enum_schema(&item_file, &item.module.clone(), e, &env),
+            _ => unreachable_type(&item_file, path),
+        };
+        self.stack.pop();
+        result.map(plain)
+    }
+
+    /// Binds a generic argument to the type it denotes where it was written.
+    fn concrete(&self, arg: &Type, scoped: &Scoped) -> (Type, String) {
+        if let Type::Path(p) = arg
+            && let Some(ident) = p.path.get_ident()
+            && let Some(bound) = scoped.env.get(&ident.to_string())
+        {
+            return bound.clone();
+        }
+        (arg.clone(), scoped.module.to_owned())
+    }
+
+    pub fn struct_schema(
+        &mut self,
+        file: &Path,
+        module: &str,
+        item: &syn::ItemStruct,
+        env: &Env,
+    ) -> Result<Schema, SourceError> {
+        let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        report_unsupported(file, &cattrs.meta)?;
+        let mut schema = match &item.fields {
+            Fields::Named(named) if !cattrs.transparent => {
+                self.named_fields(file, module, &cattrs, named.named.iter(), env, cattrs.rename_all)?
+            }
+            Fields::Named(named) => {
+                let field = named.named.first().ok_or_else(|| SourceError::at(file, item.span(), "empty transparent struct"))?;
+                self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema
+            }
+            Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
+                // A newtype struct has the schema of its field.
+                let field = &unnamed.unnamed[0];
+                let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+                let mut built = self.field_type_schema(file, module, field, &fattrs, env)?;
+                add_field_mutators(&mut built, &fattrs);
+                built
+            }
+            Fields::Unnamed(unnamed) => {
+                let mut items = Vec::new();
+                for field in &unnamed.unnamed {
+                    items.push(self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema);
+                }
+                known::tuple_schema(&mut self.generator, items)
+                    .ok_or_else(|| SourceError::at(file, item.span(), "tuple structs of more than 6 fields are not supported"))?
+            }
+            Fields::Unit => json_schema_null(),
+        };
+        add_container_mutators(&mut schema, &cattrs.meta);
+        Ok(schema)
+    }
+
+    fn field_type_schema(
+        &mut self,
+        file: &Path,
+        module: &str,
+        field: &syn::Field,
+        fattrs: &FieldAttrs,
+        env: &Env,
+    ) -> Result<Schema, SourceError> {
+        let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
+        let built = self.type_schema(file, &Scoped { ty, module, env })?;
+        if fattrs.required && built.is_option {
+            // `_schemars_private_non_optional_json_schema`: the inner type's schema.
+            if let Some(inner) = option_inner(ty) {
+                return Ok(self.type_schema(file, &Scoped { ty: inner, module, env })?.schema);
+            }
+        }
+        Ok(built.schema)
+    }
+
+    fn named_fields<'f>(
+        &mut self,
+        file: &Path,
+        module: &str,
+        cattrs: &ContainerAttrs,
+        fields: impl Iterator<Item = &'f syn::Field>,
+        env: &Env,
+        rename_all: RenameRule,
+    ) -> Result<Schema, SourceError> {
+        let mut schema = if cattrs.deny_unknown_fields {
+            Schema::from(json!({"type": "object", "additionalProperties": false}).as_object().cloned().unwrap_or_default())
+        } else {
+            Schema::from(json!({"type": "object"}).as_object().cloned().unwrap_or_default())
+        };
+        let container_default = match &cattrs.default {
+            DefaultAttr::None => None,
+            other => Some(other.clone()),
+        };
+        for field in fields {
+            let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+            report_unsupported(file, &fattrs.meta)?;
+            // kube-derive's schema describes deserialization (schemars' default contract).
+            if fattrs.skip_deserializing {
+                continue;
+            }
+            let Some(ident) = &field.ident else { continue };
+            let raw = ident.to_string();
+            let raw = raw.strip_prefix("r#").unwrap_or(&raw);
+            let name = fattrs.rename.clone().unwrap_or_else(|| rename_all.apply_to_field(raw));
+            if fattrs.flatten {
+                let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
+                let built = self.type_schema(file, &Scoped { ty, module, env })?;
+                let inner = match (built.is_option, option_inner(ty)) {
+                    (true, Some(inner)) => Some(self.type_schema(file, &Scoped { ty: inner, module, env })?.schema),
+                    _ => None,
+                };
+                let flattened = known::flatten_schema(&mut self.generator, built.schema, inner, fattrs.required);
+                schemars_flatten(&mut schema, flattened);
+                continue;
+            }
+            let is_option = self.type_schema(file, &Scoped { ty: fattrs.with.as_ref().unwrap_or(&field.ty), module, env })?.is_option;
+            let mut field_schema = self.field_type_schema(file, module, field, &fattrs, env)?;
+            add_field_mutators(&mut field_schema, &fattrs);
+            if let Some(value) =
+                defaults::field_default(self.index, file, module, field, &fattrs, container_default.as_ref(), env)?
+            {
+                field_schema.insert("default".into(), value);
+            }
+            for (key, value) in &fattrs.meta.extend {
+                field_schema.insert(key.clone(), value.clone());
+            }
+            let has_default = container_default.is_some() || fattrs.default != DefaultAttr::None;
+            // Deserialize contract (kube-derive's): optional when it has a default, or is an
+            // Option that is not marked required.
+            let optional = has_default || (!fattrs.required && is_option);
+            insert_property(&mut schema, &name, optional, field_schema);
+        }
+        Ok(schema)
+    }
+
+    pub fn enum_schema(
+        &mut self,
+        file: &Path,
+        module: &str,
+        item: &syn::ItemEnum,
+        env: &Env,
+    ) -> Result<Schema, SourceError> {
+        let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        report_unsupported(file, &cattrs.meta)?;
+        if item.variants.is_empty() {
+            return Ok(Schema::from(false));
+        }
+        if cattrs.tag.is_some() || cattrs.content.is_some() {
+            return Err(SourceError::at(file, item.ident.span(), "internally and adjacently tagged enums are not supported")
+                .help("kube-derive's structural schema rewriting cannot express them (it panics at run time); use an externally tagged or untagged enum, or a struct with optional fields"));
+        }
+        let mut unit_names = Vec::new();
+        let mut complex: Vec<Schema> = Vec::new();
+        for variant in &item.variants {
+            let vattrs = attrs::container_attrs(&variant.attrs).map_err(|e| syn_error(file, e))?;
+            if vattrs.skip {
+                continue;
+            }
+            let raw = variant.ident.to_string();
+            let name = vattrs.rename.clone().unwrap_or_else(|| cattrs.rename_all.apply_to_variant(&raw));
+            let is_unit = matches!(variant.fields, Fields::Unit);
+            let default_attrs = vattrs.meta.doc.is_none()
+                && vattrs.meta.title.is_none()
+                && vattrs.meta.description.is_none()
+                && vattrs.meta.extend.is_empty()
+                && !vattrs.meta.deprecated;
+            if cattrs.untagged {
+                let mut schema = self.variant_body(file, module, variant, &vattrs, &cattrs, env)?;
+                add_container_mutators(&mut schema, &vattrs.meta);
+                complex.push(schema);
+                continue;
+            }
+            if is_unit && default_attrs {
+                unit_names.push(Value::String(name));
+                continue;
+            }
+            let mut schema = if is_unit {
+                Schema::from(json!({"type": "string", "const": name}).as_object().cloned().unwrap_or_default())
+            } else {
+                let body = self.variant_body(file, module, variant, &vattrs, &cattrs, env)?;
+                let mut properties = Map::new();
+                properties.insert(name.clone(), body.to_value());
+                Schema::from(
+                    json!({
+                        "type": "object",
+                        "properties": Value::Object(properties),
+                        "required": [name],
+                        "additionalProperties": false,
+                    })
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                )
+            };
+            add_container_mutators(&mut schema, &vattrs.meta);
+            complex.push(schema);
+        }
+        let unit_schema = || {
+            Schema::from(json!({"type": "string", "enum": unit_names.clone()}).as_object().cloned().unwrap_or_default())
+        };
+        let mut schema = if cattrs.untagged {
+            Schema::from(json!({"anyOf": complex.iter().map(|s| s.clone().to_value()).collect::<Vec<_>>()}).as_object().cloned().unwrap_or_default())
+        } else if complex.is_empty() {
+            unit_schema()
+        } else {
+            let mut all = Vec::new();
+            if !unit_names.is_empty() {
+                all.push(unit_schema().to_value());
+            }
+            all.extend(complex.iter().map(|s| s.clone().to_value()));
+            Schema::from(json!({"oneOf": all}).as_object().cloned().unwrap_or_default())
+        };
+        add_container_mutators(&mut schema, &cattrs.meta);
+        Ok(schema)
+    }
+
+    fn variant_body(
+        &mut self,
+        file: &Path,
+        module: &str,
+        variant: &syn::Variant,
+        vattrs: &ContainerAttrs,
+        cattrs: &ContainerAttrs,
+        env: &Env,
+    ) -> Result<Schema, SourceError> {
+        match &variant.fields {
+            Fields::Unit => Ok(json_schema_null()),
+            Fields::Unnamed(f) if f.unnamed.len() == 1 => {
+                let field = &f.unnamed[0];
+                let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+                let mut schema = self.field_type_schema(file, module, field, &fattrs, env)?;
+                add_field_mutators(&mut schema, &fattrs);
+                Ok(schema)
+            }
+            Fields::Unnamed(f) => {
+                let mut items = Vec::new();
+                for field in &f.unnamed {
+                    items.push(self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema);
+                }
+                known::tuple_schema(&mut self.generator, items)
+                    .ok_or_else(|| SourceError::at(file, variant.span(), "tuple variants of more than 6 fields are not supported"))
+            }
+            Fields::Named(named) => {
+                let rule = if vattrs.rename_all != RenameRule::None { vattrs.rename_all } else { cattrs.rename_all_fields };
+                let inner = ContainerAttrs {
+                    deny_unknown_fields: cattrs.deny_unknown_fields,
+                    ..ContainerAttrs::default()
+                };
+                self.named_fields(file, module, &inner, named.named.iter(), env, rule)
+            }
+        }
+    }
+}
+
+fn unreachable_type(file: &Path, path: &syn::Path) -> Result<Schema, SourceError> {
+    Err(SourceError::at(file, path.span(), "not a struct or enum"))
+}
+
+fn plain(schema: Schema) -> Built {
+    Built { schema, is_option: false }
+}
+
+/// `()`'s schema: `{"type": "null"}`.
+fn json_schema_null() -> Schema {
+    Schema::from(json!({"type": "null"}).as_object().cloned().unwrap_or_default())
+}
+
+fn option_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    match &last.arguments {
+        PathArguments::AngleBracketed(a) => a.args.iter().find_map(|arg| match arg {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
+    SourceError::at(file, error.span(), error.to_string())
+}
+
+fn report_unsupported(file: &Path, meta: &Metadata) -> Result<(), SourceError> {
+    if let Some((key, span)) = meta.unsupported.first() {
+        return Err(SourceError::at(file, *span, format!("kopgen cannot yet fold `{key}` statically"))
+            .help("remove it, or replace it with an attribute kopgen folds (see the attribute reference in kopgen's README)"));
+    }
+    Ok(())
+}
+
+/// schemars' `insert_object_property`.
+fn insert_property(schema: &mut Schema, key: &str, optional: bool, sub_schema: Schema) {
+    let obj = schema.ensure_object();
+    if let Some(properties) = obj.entry("properties").or_insert(Value::Object(Map::new())).as_object_mut() {
+        properties.insert(key.to_owned(), sub_schema.into());
+    }
+    if !optional
+        && let Some(required) = obj.entry("required").or_insert(Value::Array(Vec::new())).as_array_mut()
+    {
+        required.push(key.into());
+    }
+}
+
+/// The container metadata mutators of schemars (`add_mutators`), in its order.
+fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
+    let (doc_title, doc_description) = meta
+        .doc
+        .as_deref()
+        .map(schemars::_private::get_title_and_description)
+        .unwrap_or(("", ""));
+    let title = meta.title.as_deref().unwrap_or(doc_title);
+    let description = meta.description.as_deref().unwrap_or(doc_description);
+    if !title.is_empty() {
+        schema.insert("title".into(), title.into());
+    }
+    if !description.is_empty() {
+        schema.insert("description".into(), description.into());
+    }
+    if meta.deprecated {
+        schema.insert("deprecated".into(), true.into());
+    }
+    for (key, value) in &meta.extend {
+        schema.insert(key.clone(), value.clone());
+    }
+}
+
+/// A field's mutators: metadata, validations, readOnly/writeOnly (extensions come last, after
+/// the default, as schemars' post-mutators).
+fn add_field_mutators(schema: &mut Schema, fattrs: &FieldAttrs) {
+    let meta = &fattrs.meta;
+    let (doc_title, doc_description) = meta
+        .doc
+        .as_deref()
+        .map(schemars::_private::get_title_and_description)
+        .unwrap_or(("", ""));
+    let title = meta.title.as_deref().unwrap_or(doc_title);
+    let description = meta.description.as_deref().unwrap_or(doc_description);
+    if !title.is_empty() {
+        schema.insert("title".into(), title.into());
+    }
+    if !description.is_empty() {
+        schema.insert("description".into(), description.into());
+    }
+    if meta.deprecated {
+        schema.insert("deprecated".into(), true.into());
+    }
+    for validation in &meta.validations {
+        apply_validation(schema, validation);
+    }
+    if fattrs.skip_deserializing {
+        schema.insert("readOnly".into(), true.into());
+    }
+    if fattrs.skip_serializing {
+        schema.insert("writeOnly".into(), true.into());
+    }
+}
+
+/// schemars' `Schema::has_type` (private there).
+fn has_type(schema: &Schema, ty: &str) -> bool {
+    let is = |t: &str| match schema.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(t)),
+        _ => false,
+    };
+    is(ty) || (ty == "number" && is("integer"))
+}
+
+fn apply_validation(schema: &mut Schema, validation: &Validation) {
+    match validation {
+        Validation::Length { min, max, equal } => {
+            for (ty, suffix) in [("string", "Length"), ("array", "Items")] {
+                if has_type(schema, ty) {
+                    if let Some(n) = min.or(*equal) {
+                        schema.insert(format!("min{suffix}"), n.into());
+                    }
+                    if let Some(n) = max.or(*equal) {
+                        schema.insert(format!("max{suffix}"), n.into());
+                    }
+                }
+            }
+        }
+        Validation::Range { min, max } => {
+            if has_type(schema, "number") {
+                if let Some(v) = min {
+                    schema.insert("minimum".into(), v.clone());
+                }
+                if let Some(v) = max {
+                    schema.insert("maximum".into(), v.clone());
+                }
+            }
+        }
+        Validation::Pattern(p) => {
+            if has_type(schema, "string") {
+                schema.insert("pattern".into(), p.clone().into());
+            }
+        }
+        Validation::Contains(s) => {
+            if has_type(schema, "string") {
+                schema.insert("pattern".into(), regex_escape(s).into());
+            }
+        }
+        Validation::Format(f) => {
+            schema.insert("format".into(), (*f).into());
+        }
+    }
+}
+
+/// `regex_syntax::escape`.
+fn regex_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if matches!(c, '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#' | '&' | '-' | '~') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// schemars' `_private::flatten`, which merges a flattened field into its struct.
+fn schemars_flatten(schema: &mut Schema, other: Schema) {
+    schemars::_private::flatten(schema, other);
+}
