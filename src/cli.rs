@@ -42,9 +42,11 @@ pub enum Command {
     #[command(subcommand)]
     Create(CreateCommand),
     /// Generate CRDs from the Rust types (static: reads the source, never compiles it).
-    #[command(after_help = "Examples:\n  kopgen manifests                 # in a kopgen project: writes config/crd/bases/\n  \
+    #[command(
+        after_help = "Examples:\n  kopgen manifests                 # in a kopgen project: writes config/crd/bases/\n  \
                             kopgen manifests --check         # in CI: fail if the committed CRDs are stale\n  \
-                            kopgen manifests --paths src/api --output-dir deploy/crds")]
+                            kopgen manifests --paths src/api --output-dir deploy/crds"
+    )]
     Manifests(ManifestsArgs),
     /// Print kopgen's version.
     Version,
@@ -233,8 +235,15 @@ impl std::fmt::Display for CheckFailed {
 impl std::error::Error for CheckFailed {}
 
 fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let paths = if args.paths.is_empty() { vec![args.path.join("src")] } else { args.paths.clone() };
-    let output_dir = args.output_dir.clone().unwrap_or_else(|| args.path.join("config/crd/bases"));
+    let paths = if args.paths.is_empty() {
+        vec![args.path.join("src")]
+    } else {
+        args.paths.clone()
+    };
+    let output_dir = args
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| args.path.join("config/crd/bases"));
     let outputs = crate::manifests::generate(&paths).context("kopgen manifests")?;
     if args.stdout {
         for output in &outputs {
@@ -256,7 +265,12 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             write!(out, "{}", diff.unified_diff().header(&name, &name))?;
         }
         if stale.is_empty() {
-            writeln!(out, "{} CRD file(s) up to date in {}", outputs.len(), output_dir.display())?;
+            writeln!(
+                out,
+                "{} CRD file(s) up to date in {}",
+                outputs.len(),
+                output_dir.display()
+            )?;
             return Ok(());
         }
         return Err(CheckFailed.into());

@@ -24,6 +24,7 @@ fn multi_kind_project(session: &Session) -> std::path::PathBuf {
     let project = session.init_demo(&[]);
     for args in [
         "--group apps --version v1alpha1 --kind Blog",
+        "--group apps --version v1beta1 --kind Blog --controller=false",
         "--group apps --version v1 --kind Blog",
         "--group platform-engineering --version v1beta1 --kind ApplicationNetworkPolicyBinding",
         "--group db --version v1 --kind Db --namespaced=false",
@@ -39,6 +40,18 @@ fn multi_kind_project(session: &Session) -> std::path::PathBuf {
 fn a_multi_kind_project_builds_tests_and_lints_clean() {
     let session = Session::new();
     let project = multi_kind_project(&session);
+    // The project's own tests compare config/crd/bases with kube-derive's crd().
+    let run = run_kopgen(&project, &["manifests"]);
+    assert_eq!(run.status, 0, "kopgen manifests failed:\n{}", run.stderr);
+    assert_eq!(run_kopgen(&project, &["manifests", "--check"]).status, 0);
+    assert_valid_kubernetes_yaml(&project);
+    if let Some(out) = kustomize(&project, "config/default") {
+        assert_eq!(
+            out.matches("kind: CustomResourceDefinition").count(),
+            3,
+            "{out}"
+        );
+    }
     cargo_ok(&project, &["fmt", "--all", "--", "--check"]);
     cargo_ok(&project, &["build", "--all-targets"]);
     cargo_ok(&project, &["test"]);

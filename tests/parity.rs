@@ -29,7 +29,10 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn module_name(path: &Path) -> String {
-    path.file_stem().expect("stem").to_string_lossy().replace('-', "_")
+    path.file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .replace('-', "_")
 }
 
 fn write_if_changed(path: &Path, contents: &str) {
@@ -59,9 +62,14 @@ serde_yaml = "0.9"
 /// Builds the harness main: for each fixture and each (group, kind) in it, print a marker line
 /// and the YAML of the merged CRD.
 fn harness_main(groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>) -> String {
-    let mut main = String::from("#![allow(dead_code, unused_imports)]\nmod fixtures;\n\nuse kube::CustomResourceExt;\n\nfn main() {\n");
+    let mut main = String::from(
+        "#![allow(dead_code, unused_imports)]\nmod fixtures;\n\nuse kube::CustomResourceExt;\n\nfn main() {\n",
+    );
     for ((fixture, group, kind), versions) in groups {
-        let storage = versions.iter().find(|v| v.storage).map_or("", |v| v.version.as_str());
+        let storage = versions
+            .iter()
+            .find(|v| v.storage)
+            .map_or("", |v| v.version.as_str());
         let crds: Vec<String> = versions
             .iter()
             .map(|v| {
@@ -71,7 +79,11 @@ fn harness_main(groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>) 
             .collect();
         let _ = writeln!(main, "    println!(\"=== {fixture} {group} {kind}\");");
         if crds.len() == 1 {
-            let _ = writeln!(main, "    print!(\"{{}}\", serde_yaml::to_string(&{}).unwrap());", crds[0]);
+            let _ = writeln!(
+                main,
+                "    print!(\"{{}}\", serde_yaml::to_string(&{}).unwrap());",
+                crds[0]
+            );
         } else {
             let _ = writeln!(
                 main,
@@ -98,17 +110,33 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
         write_if_changed(&harness.join(format!("src/fixtures/{name}.rs")), &source);
         let _ = writeln!(mods, "pub mod {name};");
         let paths = vec![fixture.clone()];
-        let resources = manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", fixture.display()));
-        assert!(!resources.is_empty(), "{}: no CustomResource", fixture.display());
+        let resources =
+            manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", fixture.display()));
+        assert!(
+            !resources.is_empty(),
+            "{}: no CustomResource",
+            fixture.display()
+        );
         for info in resources {
-            groups.entry((name.clone(), info.group.clone(), info.kind.clone())).or_default().push(info);
+            groups
+                .entry((name.clone(), info.group.clone(), info.kind.clone()))
+                .or_default()
+                .push(info);
         }
-        let outputs = manifests::generate(&paths).unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", fixture.display()));
+        let outputs = manifests::generate(&paths)
+            .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", fixture.display()));
         for output in outputs {
-            let body = output.contents.strip_prefix(HEADER).expect("header").to_owned();
+            let body = output
+                .contents
+                .strip_prefix(HEADER)
+                .expect("header")
+                .to_owned();
             let crd: serde_yaml::Value = serde_yaml::from_str(&body).expect("yaml");
             let group = crd["spec"]["group"].as_str().expect("group").to_owned();
-            let kind = crd["spec"]["names"]["kind"].as_str().expect("kind").to_owned();
+            let kind = crd["spec"]["names"]["kind"]
+                .as_str()
+                .expect("kind")
+                .to_owned();
             expected.insert((name.clone(), group, kind), body);
         }
     }

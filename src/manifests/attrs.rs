@@ -131,9 +131,15 @@ impl RenameRule {
                 }
                 snake
             }
-            RenameRule::ScreamingSnake => RenameRule::Snake.apply_to_variant(variant).to_ascii_uppercase(),
-            RenameRule::Kebab => RenameRule::Snake.apply_to_variant(variant).replace('_', "-"),
-            RenameRule::ScreamingKebab => RenameRule::ScreamingSnake.apply_to_variant(variant).replace('_', "-"),
+            RenameRule::ScreamingSnake => RenameRule::Snake
+                .apply_to_variant(variant)
+                .to_ascii_uppercase(),
+            RenameRule::Kebab => RenameRule::Snake
+                .apply_to_variant(variant)
+                .replace('_', "-"),
+            RenameRule::ScreamingKebab => RenameRule::ScreamingSnake
+                .apply_to_variant(variant)
+                .replace('_', "-"),
         }
     }
 }
@@ -194,8 +200,15 @@ pub struct Metadata {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Validation {
-    Range { min: Option<serde_json::Value>, max: Option<serde_json::Value> },
-    Length { min: Option<u64>, max: Option<u64>, equal: Option<u64> },
+    Range {
+        min: Option<serde_json::Value>,
+        max: Option<serde_json::Value>,
+    },
+    Length {
+        min: Option<u64>,
+        max: Option<u64>,
+        equal: Option<u64>,
+    },
     Pattern(String),
     Format(&'static str),
     Contains(String),
@@ -240,7 +253,9 @@ pub fn doc_of(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
         if let syn::Meta::NameValue(nv) = &attr.meta
-            && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+            && let Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) = &nv.value
         {
             let value = s.value();
             lines.push(value.strip_prefix(' ').map(str::to_owned).unwrap_or(value));
@@ -323,7 +338,8 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             let (mut min, mut max) = (None, None);
             meta.parse_nested_meta(|inner| {
                 let value: Expr = inner.value()?.parse()?;
-                let json = expr_to_json(&value).ok_or_else(|| inner.error("kopgen folds only literal ranges"))?;
+                let json = expr_to_json(&value)
+                    .ok_or_else(|| inner.error("kopgen folds only literal ranges"))?;
                 if inner.path.is_ident("min") {
                     min = Some(json);
                 } else if inner.path.is_ident("max") {
@@ -355,7 +371,9 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             if meta.input.peek(syn::Token![=]) {
                 let value: Expr = meta.value()?.parse()?;
                 match expr_to_json(&value) {
-                    Some(serde_json::Value::String(s)) => out.validations.push(Validation::Pattern(s)),
+                    Some(serde_json::Value::String(s)) => {
+                        out.validations.push(Validation::Pattern(s))
+                    }
                     _ => out.unsupported.push((name, meta.path.span())),
                 }
             } else {
@@ -397,7 +415,9 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
 /// A string literal, or `concat!`-free text of another expression (for error messages).
 fn expr_string(expr: &Expr) -> String {
     match expr {
-        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.value(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => s.value(),
         other => quote_expr(other),
     }
 }
@@ -419,7 +439,11 @@ pub fn expr_to_json(expr: &Expr) -> Option<serde_json::Value> {
                 .ok()
                 .map(Value::from)
                 .or_else(|| i.base10_parse::<u64>().ok().map(Value::from)),
-            Lit::Float(f) => f.base10_parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number),
+            Lit::Float(f) => f
+                .base10_parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
             Lit::Char(c) => Some(Value::String(c.value().to_string())),
             _ => None,
         },
@@ -428,12 +452,19 @@ pub fn expr_to_json(expr: &Expr) -> Option<serde_json::Value> {
                 if let Some(i) = n.as_i64() {
                     Some(Value::from(-i))
                 } else {
-                    n.as_f64().and_then(|f| serde_json::Number::from_f64(-f)).map(Value::Number)
+                    n.as_f64()
+                        .and_then(|f| serde_json::Number::from_f64(-f))
+                        .map(Value::Number)
                 }
             }
             _ => None,
         },
-        Expr::Array(a) => a.elems.iter().map(expr_to_json).collect::<Option<Vec<_>>>().map(Value::Array),
+        Expr::Array(a) => a
+            .elems
+            .iter()
+            .map(expr_to_json)
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array),
         Expr::Path(p) if p.path.is_ident("null") => Some(Value::Null),
         Expr::Paren(p) => expr_to_json(&p.expr),
         Expr::Group(g) => expr_to_json(&g.expr),
@@ -496,8 +527,9 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                 "printcolumn" => {
                     if meta.input.peek(syn::Token![=]) {
                         let json = string_value(&meta)?;
-                        let column: PrintColumn = serde_json::from_str(&json)
-                            .map_err(|e| meta.error(format!("printcolumn is not valid JSON: {e}")))?;
+                        let column: PrintColumn = serde_json::from_str(&json).map_err(|e| {
+                            meta.error(format!("printcolumn is not valid JSON: {e}"))
+                        })?;
                         out.printcolumns.push(column);
                     } else {
                         let mut column = PrintColumn::default();
@@ -513,7 +545,11 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                                     let p: syn::LitInt = inner.value()?.parse()?;
                                     column.priority = Some(p.base10_parse()?);
                                 }
-                                other => return Err(inner.error(format!("unknown printcolumn field `{other}`"))),
+                                other => {
+                                    return Err(
+                                        inner.error(format!("unknown printcolumn field `{other}`"))
+                                    );
+                                }
                             }
                             Ok(())
                         })?;
@@ -527,7 +563,9 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                     skip_value(&meta)?;
                 }
                 other => {
-                    return Err(meta.error(format!("unknown #[kube] key `{other}` (kube-derive 5 does not know it either)")));
+                    return Err(meta.error(format!(
+                        "unknown #[kube] key `{other}` (kube-derive 5 does not know it either)"
+                    )));
                 }
             }
             Ok(())
@@ -546,7 +584,10 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
         },
         ..ContainerAttrs::default()
     };
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars")) {
+    for attr in attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+    {
         let is_schemars = attr.path().is_ident("schemars");
         attr.parse_nested_meta(|meta| {
             if is_schemars && parse_metadata(&meta, &mut out.meta)? {
@@ -608,7 +649,10 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
         },
         ..FieldAttrs::default()
     };
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars")) {
+    for attr in attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+    {
         let is_schemars = attr.path().is_ident("schemars");
         attr.parse_nested_meta(|meta| {
             if is_schemars && parse_metadata(&meta, &mut out.meta)? {
@@ -634,12 +678,16 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
                 }
                 "skip_serializing" => out.skip_serializing = true,
                 "skip_deserializing" => out.skip_deserializing = true,
-                "skip_serializing_if" => out.skip_serializing_if = Some(syn::parse_str(&string_value(&meta)?)?),
+                "skip_serializing_if" => {
+                    out.skip_serializing_if = Some(syn::parse_str(&string_value(&meta)?)?)
+                }
                 "flatten" => out.flatten = true,
                 "required" if is_schemars => out.required = true,
                 "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(&meta)?)?),
                 "with" | "serialize_with" | "deserialize_with" | "getter" => {
-                    out.meta.unsupported.push((format!("serde({key})"), meta.path.span()));
+                    out.meta
+                        .unsupported
+                        .push((format!("serde({key})"), meta.path.span()));
                     skip_value(&meta)?;
                 }
                 _ => skip_value(&meta)?,
@@ -652,21 +700,27 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
 
 /// Whether `attrs` derive `name` (e.g. `CustomResource`), under any path.
 pub fn derives(attrs: &[Attribute], name: &str) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|attr| {
-        let mut found = false;
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.segments.last().is_some_and(|s| s.ident == name) {
-                found = true;
-            }
-            Ok(())
-        });
-        found
-    })
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|attr| {
+            let mut found = false;
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.segments.last().is_some_and(|s| s.ident == name) {
+                    found = true;
+                }
+                Ok(())
+            });
+            found
+        })
 }
 
 /// The span to report for an attribute list.
 pub fn attr_span(attrs: &[Attribute], name: &str) -> Option<Span> {
-    attrs.iter().find(|a| a.path().is_ident(name)).map(|a| a.span())
+    attrs
+        .iter()
+        .find(|a| a.path().is_ident(name))
+        .map(|a| a.span())
 }
 
 #[cfg(test)]
@@ -675,13 +729,19 @@ mod tests {
 
     #[test]
     fn serde_rename_rules() {
-        assert_eq!(RenameRule::Camel.apply_to_field("observed_generation"), "observedGeneration");
+        assert_eq!(
+            RenameRule::Camel.apply_to_field("observed_generation"),
+            "observedGeneration"
+        );
         assert_eq!(RenameRule::Pascal.apply_to_field("a_b"), "AB");
         assert_eq!(RenameRule::Kebab.apply_to_field("a_b"), "a-b");
         assert_eq!(RenameRule::ScreamingKebab.apply_to_field("a_b"), "A-B");
         assert_eq!(RenameRule::Snake.apply_to_variant("HttpGet"), "http_get");
         assert_eq!(RenameRule::Camel.apply_to_variant("HttpGet"), "httpGet");
-        assert_eq!(RenameRule::ScreamingKebab.apply_to_variant("HttpGet"), "HTTP-GET");
+        assert_eq!(
+            RenameRule::ScreamingKebab.apply_to_variant("HttpGet"),
+            "HTTP-GET"
+        );
         assert_eq!(RenameRule::Lower.apply_to_variant("HttpGet"), "httpget");
     }
 

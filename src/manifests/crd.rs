@@ -44,18 +44,28 @@ impl CustomResource {
     }
 
     pub fn singular(&self) -> String {
-        self.attrs.singular.clone().unwrap_or_else(|| self.kind().to_ascii_lowercase())
+        self.attrs
+            .singular
+            .clone()
+            .unwrap_or_else(|| self.kind().to_ascii_lowercase())
     }
 
     /// kube-derive's plural: explicit, or its rule applied to the singular name.
     pub fn plural(&self) -> String {
-        self.attrs.plural.clone().unwrap_or_else(|| to_plural(&self.singular()))
+        self.attrs
+            .plural
+            .clone()
+            .unwrap_or_else(|| to_plural(&self.singular()))
     }
 }
 
 /// kube-derive 5's `to_plural`.
 fn to_plural(word: &str) -> String {
-    if word.ends_with('s') || word.ends_with('x') || word.ends_with('z') || word.ends_with("ch") || word.ends_with("sh")
+    if word.ends_with('s')
+        || word.ends_with('x')
+        || word.ends_with('z')
+        || word.ends_with("ch")
+        || word.ends_with("sh")
     {
         return format!("{word}es");
     }
@@ -71,55 +81,98 @@ fn to_plural(word: &str) -> String {
 }
 
 /// The CRD of one version of one kind, as `<Kind>::crd()` returns it.
-pub fn single_version_crd(builder: &mut Builder, index: &Index, cr: &CustomResource) -> Result<CustomResourceDefinition, SourceError> {
+pub fn single_version_crd(
+    builder: &mut Builder,
+    index: &Index,
+    cr: &CustomResource,
+) -> Result<CustomResourceDefinition, SourceError> {
     let item = &index.items[cr.item];
     let ItemKind::Struct(spec) = &item.kind else {
-        return Err(SourceError::at(&cr.file, cr.span, "#[derive(CustomResource)] on something that is not a struct"));
+        return Err(SourceError::at(
+            &cr.file,
+            cr.span,
+            "#[derive(CustomResource)] on something that is not a struct",
+        ));
     };
     let module = item.module.clone();
     let missing = |key: &str| {
-        SourceError::at(&cr.file, cr.span, format!("#[kube(...)] needs `{key}`")).help(format!("add {key} = \"...\" to #[kube(...)]"))
+        SourceError::at(&cr.file, cr.span, format!("#[kube(...)] needs `{key}`"))
+            .help(format!("add {key} = \"...\" to #[kube(...)]"))
     };
     let group = cr.attrs.group.clone().ok_or_else(|| missing("group"))?;
     let version = cr.attrs.version.clone().ok_or_else(|| missing("version"))?;
     let kind = cr.attrs.kind.clone().ok_or_else(|| missing("kind"))?;
     if let Some((key, span)) = cr.attrs.unsupported.first() {
-        return Err(SourceError::at(&cr.file, *span, format!("kopgen cannot yet derive `#[kube({key})]` statically"))
-            .help("remove it for now, or generate this CRD with kube-derive's crd() instead"));
+        return Err(SourceError::at(
+            &cr.file,
+            *span,
+            format!("kopgen cannot yet derive `#[kube({key})]` statically"),
+        )
+        .help("remove it for now, or generate this CRD with kube-derive's crd() instead"));
     }
     if cr.attrs.schema.as_deref().is_some_and(|m| m != "derived") {
-        return Err(SourceError::at(&cr.file, cr.span, "only `schema = \"derived\"` is supported")
-            .help("manual and disabled schemas are set in code at run time; kopgen cannot see them"));
+        return Err(SourceError::at(
+            &cr.file,
+            cr.span,
+            "only `schema = \"derived\"` is supported",
+        )
+        .help("manual and disabled schemas are set in code at run time; kopgen cannot see them"));
     }
-    if spec.generics.params.iter().any(|p| matches!(p, syn::GenericParam::Type(_))) {
-        return Err(SourceError::at(&cr.file, spec.ident.span(), "generic spec structs cannot be a CustomResource")
-            .help("kube-derive needs a concrete spec type; remove the type parameters"));
+    if spec
+        .generics
+        .params
+        .iter()
+        .any(|p| matches!(p, syn::GenericParam::Type(_)))
+    {
+        return Err(SourceError::at(
+            &cr.file,
+            spec.ident.span(),
+            "generic spec structs cannot be a CustomResource",
+        )
+        .help("kube-derive needs a concrete spec type; remove the type parameters"));
     }
 
     // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
     let env = Default::default();
     let spec_schema = builder.struct_schema(&cr.file, &module, spec, &env)?;
-    let mut root = Schema::from(json!({"type": "object"}).as_object().cloned().unwrap_or_default());
+    let mut root = Schema::from(
+        json!({"type": "object"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
     let mut properties = Map::new();
     properties.insert("spec".into(), spec_schema.to_value());
     let mut required = vec![Value::from("spec")];
     if let Some(status) = &cr.attrs.status {
         let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
-            SourceError::at(&cr.file, cr.span, format!("status = {status:?} is not a type: {e}"))
+            SourceError::at(
+                &cr.file,
+                cr.span,
+                format!("status = {status:?} is not a type: {e}"),
+            )
         })?;
         let option: syn::Type = syn::parse_quote!(Option<#status_ty>);
-        let built = builder.type_schema(&cr.file, &Scoped { ty: &option, module: &module, env: &env })?;
+        let built = builder.type_schema(
+            &cr.file,
+            &Scoped {
+                ty: &option,
+                module: &module,
+                env: &env,
+            },
+        )?;
         properties.insert("status".into(), built.schema.to_value());
     }
     let _ = &mut required;
     root.insert("properties".into(), Value::Object(properties));
     root.insert("required".into(), Value::Array(required));
     let root_ident = cr.attrs.root.clone().unwrap_or_else(|| kind.clone());
-    let doc = cr
-        .attrs
-        .doc
-        .clone()
-        .unwrap_or_else(|| format!(" Auto-generated derived type for {} via `CustomResource`", spec.ident));
+    let doc = cr.attrs.doc.clone().unwrap_or_else(|| {
+        format!(
+            " Auto-generated derived type for {} via `CustomResource`",
+            spec.ident
+        )
+    });
     let doc = doc.strip_prefix(' ').unwrap_or(&doc).to_owned();
     let (title, description) = schemars::_private::get_title_and_description(&doc);
     if !title.is_empty() {
@@ -133,15 +186,25 @@ pub fn single_version_crd(builder: &mut Builder, index: &Index, cr: &CustomResou
     }
     builder.apply_transforms(&mut root);
     let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
-        SourceError::at(&cr.file, cr.span, format!("the derived schema is not a valid JSONSchemaProps: {e}"))
+        SourceError::at(
+            &cr.file,
+            cr.span,
+            format!("the derived schema is not a valid JSONSchemaProps: {e}"),
+        )
     })?;
 
     let plural = cr.plural();
     let singular = cr.singular();
     let opt_vec = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
-    let annotations = (!cr.attrs.annotations.is_empty())
-        .then(|| cr.attrs.annotations.iter().cloned().collect::<BTreeMap<_, _>>());
-    let labels = (!cr.attrs.labels.is_empty()).then(|| cr.attrs.labels.iter().cloned().collect::<BTreeMap<_, _>>());
+    let annotations = (!cr.attrs.annotations.is_empty()).then(|| {
+        cr.attrs
+            .annotations
+            .iter()
+            .cloned()
+            .collect::<BTreeMap<_, _>>()
+    });
+    let labels = (!cr.attrs.labels.is_empty())
+        .then(|| cr.attrs.labels.iter().cloned().collect::<BTreeMap<_, _>>());
     let printer_columns = (!cr.attrs.printcolumns.is_empty()).then(|| {
         cr.attrs
             .printcolumns
@@ -160,13 +223,19 @@ pub fn single_version_crd(builder: &mut Builder, index: &Index, cr: &CustomResou
         cr.attrs
             .selectable
             .iter()
-            .map(|path| SelectableField { json_path: path.clone() })
+            .map(|path| SelectableField {
+                json_path: path.clone(),
+            })
             .collect()
     });
-    let subresources = cr.attrs.status.as_ref().map(|_| CustomResourceSubresources {
-        scale: None,
-        status: Some(CustomResourceSubresourceStatus(json!({}))),
-    });
+    let subresources = cr
+        .attrs
+        .status
+        .as_ref()
+        .map(|_| CustomResourceSubresources {
+            scale: None,
+            status: Some(CustomResourceSubresourceStatus(json!({}))),
+        });
     let (deprecated, deprecation_warning) = match &cr.attrs.deprecated {
         None => (None, None),
         Some(warning) => (Some(true), warning.clone()),
@@ -188,7 +257,12 @@ pub fn single_version_crd(builder: &mut Builder, index: &Index, cr: &CustomResou
                 singular: Some(singular),
                 ..Default::default()
             },
-            scope: if cr.attrs.namespaced { "Namespaced" } else { "Cluster" }.into(),
+            scope: if cr.attrs.namespaced {
+                "Namespaced"
+            } else {
+                "Cluster"
+            }
+            .into(),
             versions: vec![CustomResourceDefinitionVersion {
                 additional_printer_columns: printer_columns,
                 deprecated,
@@ -244,9 +318,16 @@ mod tests {
 
     #[test]
     fn versions_sort_by_kubernetes_priority() {
-        let mut versions = vec!["v1alpha1", "v1", "v2beta1", "v1beta1", "v2", "foo", "v1beta2"];
+        let mut versions = vec![
+            "v1alpha1", "v1", "v2beta1", "v1beta1", "v2", "foo", "v1beta2",
+        ];
         versions.sort_by_key(|v| version_priority(v));
-        assert_eq!(versions, ["v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
+        assert_eq!(
+            versions,
+            [
+                "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"
+            ]
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub fn field_default(
     container_default: Option<&DefaultAttr>,
     env: &Env,
 ) -> Result<Option<Value>, SourceError> {
-    if fattrs.skip_serializing || (fattrs.default == DefaultAttr::None && container_default.is_none()) {
+    if fattrs.skip_serializing
+        || (fattrs.default == DefaultAttr::None && container_default.is_none())
+    {
         return Ok(None);
     }
     let folder = Folder { index, env };
@@ -51,7 +53,11 @@ pub fn field_default(
 
 /// Evaluates a `skip_serializing_if` predicate on a folded value.
 fn skips(file: &Path, predicate: &syn::Path, value: &Value) -> Result<bool, SourceError> {
-    let name = predicate.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let name = predicate
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     match name.as_str() {
         "is_none" => Ok(value.is_null()),
         "is_some" => Ok(!value.is_null()),
@@ -67,7 +73,10 @@ fn skips(file: &Path, predicate: &syn::Path, value: &Value) -> Result<bool, Sour
         _ => Err(SourceError::at(
             file,
             predicate.span(),
-            format!("cannot evaluate `skip_serializing_if = \"{}\"` on the default statically", quote_path(predicate)),
+            format!(
+                "cannot evaluate `skip_serializing_if = \"{}\"` on the default statically",
+                quote_path(predicate)
+            ),
         )
         .help("use Option::is_none, Vec::is_empty, String::is_empty or a map's is_empty")),
     }
@@ -86,21 +95,30 @@ impl Folder<'_> {
     /// `Default::default()` of `ty`, serialized.
     fn type_default(&self, file: &Path, module: &str, ty: &Type) -> Result<Value, SourceError> {
         let unfoldable = || {
-            SourceError::at(file, ty.span(), "cannot fold the Default of this type statically").help(HELP)
+            SourceError::at(
+                file,
+                ty.span(),
+                "cannot fold the Default of this type statically",
+            )
+            .help(HELP)
         };
         match ty {
             Type::Paren(p) => return self.type_default(file, module, &p.elem),
             Type::Group(g) => return self.type_default(file, module, &g.elem),
             Type::Tuple(t) if t.elems.is_empty() => return Ok(Value::Null),
             Type::Array(a) => {
-                let len = attrs::expr_to_json(&a.len).and_then(|v| v.as_u64()).ok_or_else(unfoldable)?;
+                let len = attrs::expr_to_json(&a.len)
+                    .and_then(|v| v.as_u64())
+                    .ok_or_else(unfoldable)?;
                 let item = self.type_default(file, module, &a.elem)?;
                 return Ok(Value::Array(vec![item; len as usize]));
             }
             Type::Path(_) => {}
             _ => return Err(unfoldable()),
         }
-        let Type::Path(p) = ty else { return Err(unfoldable()) };
+        let Type::Path(p) = ty else {
+            return Err(unfoldable());
+        };
         if let Some(ident) = p.path.get_ident()
             && let Some((bound, bound_module)) = self.env.get(&ident.to_string())
         {
@@ -115,7 +133,9 @@ impl Folder<'_> {
                             let inner = first_type_arg(&p.path).ok_or_else(unfoldable)?;
                             self.type_default(file, module, inner)
                         }
-                        Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => Ok(Value::Object(Map::new())),
+                        Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => {
+                            Ok(Value::Object(Map::new()))
+                        }
                         _ => Ok(Value::Array(Vec::new())),
                     };
                 }
@@ -123,8 +143,8 @@ impl Folder<'_> {
                     "bool" => Value::Bool(false),
                     "std::string::String" | "str" => Value::String(String::new()),
                     "char" => Value::String("\0".into()),
-                    "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128"
-                    | "usize" => Value::from(0),
+                    "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32"
+                    | "u64" | "u128" | "usize" => Value::from(0),
                     "f32" | "f64" => Value::from(0.0),
                     "serde_json::Value" | "serde_json::value::Value" => Value::Null,
                     "serde_json::Map" | "serde_json::map::Map" => Value::Object(Map::new()),
@@ -144,12 +164,14 @@ impl Folder<'_> {
         match &item.kind {
             ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
             ItemKind::Struct(s) if attrs::derives(&s.attrs, "Default") => {
-                let cattrs = attrs::container_attrs(&s.attrs).map_err(|e| super::schema::syn_error(&item_file, e))?;
+                let cattrs = attrs::container_attrs(&s.attrs)
+                    .map_err(|e| super::schema::syn_error(&item_file, e))?;
                 match &s.fields {
                     Fields::Named(named) => {
                         let mut object = Map::new();
                         for field in &named.named {
-                            let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| super::schema::syn_error(&item_file, e))?;
+                            let fattrs = attrs::field_attrs(&field.attrs)
+                                .map_err(|e| super::schema::syn_error(&item_file, e))?;
                             if fattrs.skip_serializing {
                                 continue;
                             }
@@ -159,9 +181,16 @@ impl Folder<'_> {
                             {
                                 continue;
                             }
-                            let raw = field.ident.as_ref().map(ToString::to_string).unwrap_or_default();
+                            let raw = field
+                                .ident
+                                .as_ref()
+                                .map(ToString::to_string)
+                                .unwrap_or_default();
                             let raw = raw.strip_prefix("r#").unwrap_or(&raw).to_owned();
-                            let name = fattrs.rename.clone().unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
+                            let name = fattrs
+                                .rename
+                                .clone()
+                                .unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
                             if fattrs.flatten {
                                 if let Value::Object(inner) = value {
                                     object.extend(inner);
@@ -172,30 +201,50 @@ impl Folder<'_> {
                         }
                         Ok(Value::Object(object))
                     }
-                    Fields::Unnamed(f) if f.unnamed.len() == 1 => self.type_default(&item_file, &module, &f.unnamed[0].ty),
+                    Fields::Unnamed(f) if f.unnamed.len() == 1 => {
+                        self.type_default(&item_file, &module, &f.unnamed[0].ty)
+                    }
                     Fields::Unit => Ok(Value::Null),
-                    Fields::Unnamed(_) => Err(SourceError::at(file, s.span(), "cannot fold tuple struct defaults")),
+                    Fields::Unnamed(_) => Err(SourceError::at(
+                        file,
+                        s.span(),
+                        "cannot fold tuple struct defaults",
+                    )),
                 }
             }
             ItemKind::Enum(e) => {
-                let cattrs = attrs::container_attrs(&e.attrs).map_err(|err| super::schema::syn_error(&item_file, err))?;
+                let cattrs = attrs::container_attrs(&e.attrs)
+                    .map_err(|err| super::schema::syn_error(&item_file, err))?;
                 let variant = e
                     .variants
                     .iter()
-                    .find(|v| v.attrs.iter().any(|a| a.path().is_ident("default")) && matches!(v.fields, Fields::Unit))
-                    .ok_or_else(|| SourceError::at(file, e.span(), "enum has no #[default] unit variant"))?;
-                let vattrs = attrs::container_attrs(&variant.attrs).map_err(|err| super::schema::syn_error(&item_file, err))?;
-                Ok(Value::String(
-                    vattrs.rename.unwrap_or_else(|| cattrs.rename_all.apply_to_variant(&variant.ident.to_string())),
-                ))
+                    .find(|v| {
+                        v.attrs.iter().any(|a| a.path().is_ident("default"))
+                            && matches!(v.fields, Fields::Unit)
+                    })
+                    .ok_or_else(|| {
+                        SourceError::at(file, e.span(), "enum has no #[default] unit variant")
+                    })?;
+                let vattrs = attrs::container_attrs(&variant.attrs)
+                    .map_err(|err| super::schema::syn_error(&item_file, err))?;
+                Ok(Value::String(vattrs.rename.unwrap_or_else(|| {
+                    cattrs
+                        .rename_all
+                        .apply_to_variant(&variant.ident.to_string())
+                })))
             }
-            _ => Err(SourceError::at(file, item_file_span(), "type does not derive Default")),
+            _ => Err(SourceError::at(
+                file,
+                item_file_span(),
+                "type does not derive Default",
+            )),
         }
     }
 
     /// Folds a call of the default function at `path` (written in `module`).
     fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
-        let unfoldable = |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
+        let unfoldable =
+            |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
         match self.index.resolve(module, &path_segments(path)) {
             Some(Resolved::Local(item)) => {
                 let item = &self.index.items[item];
@@ -204,7 +253,12 @@ impl Folder<'_> {
                     return Err(unfoldable("the default is not a function"));
                 };
                 let expr = tail_expr(&f.block).ok_or_else(|| {
-                    SourceError::at(&item_file, f.sig.ident.span(), "this default function is not a single expression").help(HELP)
+                    SourceError::at(
+                        &item_file,
+                        f.sig.ident.span(),
+                        "this default function is not a single expression",
+                    )
+                    .help(HELP)
                 })?;
                 self.expr(&item_file, &item.module.clone(), expr)
             }
@@ -217,7 +271,8 @@ impl Folder<'_> {
 
     /// Folds a constant expression.
     fn expr(&self, file: &Path, module: &str, expr: &Expr) -> Result<Value, SourceError> {
-        let unfoldable = || SourceError::at(file, expr.span(), "cannot fold this default statically").help(HELP);
+        let unfoldable =
+            || SourceError::at(file, expr.span(), "cannot fold this default statically").help(HELP);
         if let Some(value) = attrs::expr_to_json(expr) {
             return Ok(value);
         }
@@ -228,13 +283,18 @@ impl Folder<'_> {
                 Some(e) => self.expr(file, module, e),
                 None => Err(unfoldable()),
             },
-            Expr::Return(r) => r.expr.as_ref().map_or(Ok(Value::Null), |e| self.expr(file, module, e)),
+            Expr::Return(r) => r
+                .expr
+                .as_ref()
+                .map_or(Ok(Value::Null), |e| self.expr(file, module, e)),
             Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
                 "to_string" | "to_owned" | "into" | "clone" => self.expr(file, module, &m.receiver),
                 _ => Err(unfoldable()),
             },
             Expr::Call(c) => {
-                let Expr::Path(func) = &*c.func else { return Err(unfoldable()) };
+                let Expr::Path(func) = &*c.func else {
+                    return Err(unfoldable());
+                };
                 let segments = path_segments(&func.path);
                 let last = segments.last().map(String::as_str).unwrap_or_default();
                 match (last, c.args.len()) {
@@ -255,9 +315,15 @@ impl Folder<'_> {
             Expr::Macro(m) if m.mac.path.is_ident("vec") => {
                 let elems = m
                     .mac
-                    .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+                    .parse_body_with(
+                        syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                    )
                     .map_err(|_| unfoldable())?;
-                elems.iter().map(|e| self.expr(file, module, e)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+                elems
+                    .iter()
+                    .map(|e| self.expr(file, module, e))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Value::Array)
             }
             Expr::Path(p) => {
                 let segments = path_segments(&p.path);
@@ -285,12 +351,18 @@ impl Folder<'_> {
     /// A unit variant path `Enum::Variant` of a local enum, serialized with its renames.
     fn enum_variant(&self, module: &str, segments: &[String]) -> Option<Value> {
         let (variant, enum_path) = segments.split_last()?;
-        let Resolved::Local(item) = self.index.resolve(module, enum_path)? else { return None };
-        let ItemKind::Enum(e) = &self.index.items[item].kind else { return None };
+        let Resolved::Local(item) = self.index.resolve(module, enum_path)? else {
+            return None;
+        };
+        let ItemKind::Enum(e) = &self.index.items[item].kind else {
+            return None;
+        };
         let cattrs = attrs::container_attrs(&e.attrs).ok()?;
         let v = e.variants.iter().find(|v| v.ident == variant.as_str())?;
         let vattrs = attrs::container_attrs(&v.attrs).ok()?;
-        Some(Value::String(vattrs.rename.unwrap_or_else(|| cattrs.rename_all.apply_to_variant(variant))))
+        Some(Value::String(vattrs.rename.unwrap_or_else(|| {
+            cattrs.rename_all.apply_to_variant(variant)
+        })))
     }
 }
 

@@ -48,7 +48,8 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
 }
 
 fn is_under(root: &Path, path: &Path, dir: &str) -> bool {
-    path.strip_prefix(root).is_ok_and(|rel| rel.starts_with(dir))
+    path.strip_prefix(root)
+        .is_ok_and(|rel| rel.starts_with(dir))
 }
 
 fn read(path: &Path, module: String) -> Result<Source, ManifestError> {

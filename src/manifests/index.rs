@@ -126,7 +126,9 @@ impl Index {
                     full.push(r.ident.to_string());
                 }
                 let path = absolutize(module, &full);
-                self.module_mut(module).uses.insert(r.rename.to_string(), path);
+                self.module_mut(module)
+                    .uses
+                    .insert(r.rename.to_string(), path);
             }
             UseTree::Glob(_) => {
                 let path = absolutize(module, prefix);

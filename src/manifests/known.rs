@@ -75,9 +75,10 @@ impl Generic {
     pub fn from_path(path: &str) -> Option<Self> {
         Some(match path {
             "std::option::Option" | "core::option::Option" => Generic::Option,
-            "std::boxed::Box" | "alloc::boxed::Box" | "std::sync::Arc" | "alloc::sync::Arc" | "std::rc::Rc"
-            | "alloc::rc::Rc" | "std::cell::Cell" | "std::cell::RefCell" | "std::sync::Mutex" | "std::sync::RwLock"
-            | "std::borrow::Cow" | "alloc::borrow::Cow" | "std::num::Wrapping" | "std::cmp::Reverse" => {
+            "std::boxed::Box" | "alloc::boxed::Box" | "std::sync::Arc" | "alloc::sync::Arc"
+            | "std::rc::Rc" | "alloc::rc::Rc" | "std::cell::Cell" | "std::cell::RefCell"
+            | "std::sync::Mutex" | "std::sync::RwLock" | "std::borrow::Cow"
+            | "alloc::borrow::Cow" | "std::num::Wrapping" | "std::cmp::Reverse" => {
                 Generic::Transparent
             }
             "std::vec::Vec" | "alloc::vec::Vec" => Generic::Vec,
@@ -115,7 +116,9 @@ impl Generic {
             Generic::BinaryHeap => schema_of::<std::collections::BinaryHeap<S0>>,
             Generic::BTreeSet | Generic::IndexSet => schema_of::<std::collections::BTreeSet<S0>>,
             Generic::HashSet => schema_of::<std::collections::HashSet<S0>>,
-            Generic::BTreeMap | Generic::IndexMap => schema_of::<std::collections::BTreeMap<S0, S1>>,
+            Generic::BTreeMap | Generic::IndexMap => {
+                schema_of::<std::collections::BTreeMap<S0, S1>>
+            }
             Generic::HashMap => schema_of::<std::collections::HashMap<S0, S1>>,
         };
         with_slots(args, generator, f)
@@ -195,7 +198,9 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         "std::path::PathBuf" | "std::path::Path" => schema_of::<std::path::PathBuf>,
         "std::ffi::OsString" => schema_of::<std::ffi::OsString>,
         "serde_json::Value" | "serde_json::value::Value" => schema_of::<serde_json::Value>,
-        "serde_json::Map" | "serde_json::map::Map" => schema_of::<serde_json::Map<String, serde_json::Value>>,
+        "serde_json::Map" | "serde_json::map::Map" => {
+            schema_of::<serde_json::Map<String, serde_json::Value>>
+        }
         "serde_json::Number" => schema_of::<serde_json::Number>,
         _ => return crate::manifests::k8s_types::lookup(path),
     };
@@ -238,7 +243,8 @@ pub fn flatten_schema(
     match option_inner {
         Some(inner) => {
             SLOTS.with(|slots| slots.borrow_mut().push(vec![schema, inner]));
-            let out = schemars::_private::json_schema_for_flatten::<OptionSlot>(generator, required);
+            let out =
+                schemars::_private::json_schema_for_flatten::<OptionSlot>(generator, required);
             SLOTS.with(|slots| slots.borrow_mut().pop());
             out
         }

@@ -80,8 +80,13 @@ pub fn generate(paths: &[PathBuf]) -> Result<Vec<Output>, ManifestError> {
                 [one] => {
                     let stored = one.version().to_owned();
                     let crds = versions.iter().map(|(_, d)| d.clone()).collect();
-                    kube_core::crd::merge_crds(crds, &stored)
-                        .map_err(|e| SourceError::at(&first.file, first.span, format!("cannot merge the versions of {}: {e}", first.kind())))?
+                    kube_core::crd::merge_crds(crds, &stored).map_err(|e| {
+                        SourceError::at(
+                            &first.file,
+                            first.span,
+                            format!("cannot merge the versions of {}: {e}", first.kind()),
+                        )
+                    })?
                 }
                 [] => {
                     return Err(SourceError::at(&first.file, first.span, format!("no version of {} is the storage version", first.kind()))
@@ -93,7 +98,12 @@ pub fn generate(paths: &[PathBuf]) -> Result<Vec<Output>, ManifestError> {
                     return Err(SourceError::at(
                         &a.file,
                         a.span,
-                        format!("{} and {} (at {second}) are both storage versions of {}", a.version(), b.version(), a.kind()),
+                        format!(
+                            "{} and {} (at {second}) are both storage versions of {}",
+                            a.version(),
+                            b.version(),
+                            a.kind()
+                        ),
                     )
                     .help("mark all but one version with #[kube(storage = false)]")
                     .into());
@@ -141,12 +151,20 @@ pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> 
             version: cr.version().to_owned(),
             plural: cr.plural(),
             module: index.items[cr.item].module.clone(),
-            root: cr.attrs.root.clone().unwrap_or_else(|| cr.kind().to_owned()),
+            root: cr
+                .attrs
+                .root
+                .clone()
+                .unwrap_or_else(|| cr.kind().to_owned()),
             storage: cr.attrs.storage.unwrap_or(true),
         })
         .collect();
     out.sort_by(|a, b| {
-        (&a.group, &a.kind, crd::version_priority(&a.version)).cmp(&(&b.group, &b.kind, crd::version_priority(&b.version)))
+        (&a.group, &a.kind, crd::version_priority(&a.version)).cmp(&(
+            &b.group,
+            &b.kind,
+            crd::version_priority(&b.version),
+        ))
     });
     Ok(out)
 }
@@ -156,7 +174,9 @@ fn custom_resources(index: &Index) -> Result<Vec<CustomResource>, ManifestError>
     let mut found = Vec::new();
     let mut errors = Vec::new();
     for (i, item) in index.items.iter().enumerate() {
-        let ItemKind::Struct(s) = &item.kind else { continue };
+        let ItemKind::Struct(s) = &item.kind else {
+            continue;
+        };
         if !attrs::derives(&s.attrs, "CustomResource") {
             continue;
         }
@@ -171,5 +191,9 @@ fn custom_resources(index: &Index) -> Result<Vec<CustomResource>, ManifestError>
             Err(e) => errors.push(schema::syn_error(&file, e)),
         }
     }
-    if errors.is_empty() { Ok(found) } else { Err(ManifestError::Many(errors)) }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(ManifestError::Many(errors))
+    }
 }

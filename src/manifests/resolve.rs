@@ -47,7 +47,13 @@ fn canonical_external(path: &str) -> String {
         Some(("alloc" | "core", rest)) => format!("std::{rest}"),
         _ => path.to_owned(),
     };
-    for module in ["btree_map", "hash_map", "btree_set", "hash_set", "vec_deque"] {
+    for module in [
+        "btree_map",
+        "hash_map",
+        "btree_set",
+        "hash_set",
+        "vec_deque",
+    ] {
         if let Some(rest) = path.strip_prefix(&format!("std::collections::{module}::")) {
             return format!("std::collections::{rest}");
         }
@@ -66,7 +72,10 @@ impl Index {
             return None;
         }
         let first = segments[0].as_str();
-        if let Some(relative_to) = first.strip_prefix("{relative:").and_then(|s| s.strip_suffix('}')) {
+        if let Some(relative_to) = first
+            .strip_prefix("{relative:")
+            .and_then(|s| s.strip_suffix('}'))
+        {
             // A `use` path that did not start with crate/self/super: a child module of the
             // module that declared the `use`, else an external crate.
             let rest = &segments[1..];
@@ -75,9 +84,9 @@ impl Index {
             {
                 return self.walk(&format!("{relative_to}::{head}"), &rest[1..], depth);
             }
-            return self.resolve_depth(relative_to, rest, depth + 1).or_else(|| {
-                Some(Resolved::External(canonical_external(&rest.join("::"))))
-            });
+            return self
+                .resolve_depth(relative_to, rest, depth + 1)
+                .or_else(|| Some(Resolved::External(canonical_external(&rest.join("::")))));
         }
         match first {
             "crate" => return self.walk("crate", &segments[1..], depth),
@@ -93,7 +102,11 @@ impl Index {
                 }
                 return self.walk(&base.join("::"), rest, depth);
             }
-            "" => return Some(Resolved::External(canonical_external(&segments[1..].join("::")))),
+            "" => {
+                return Some(Resolved::External(canonical_external(
+                    &segments[1..].join("::"),
+                )));
+            }
             _ => {}
         }
         let scope = self.modules.get(module);
@@ -127,23 +140,29 @@ impl Index {
         Some(Resolved::External(canonical_external(&segments.join("::"))))
     }
 
-    fn resolve_in_glob(&self, module: &str, glob: &[String], segments: &[String], depth: usize) -> Option<Resolved> {
+    fn resolve_in_glob(
+        &self,
+        module: &str,
+        glob: &[String],
+        segments: &[String],
+        depth: usize,
+    ) -> Option<Resolved> {
         let mut full = glob.to_vec();
         full.extend_from_slice(segments);
         match self.resolve_depth(module, &full, depth + 1)? {
             Resolved::Local(item) => Some(Resolved::Local(item)),
             // An external glob (`use k8s_openapi::api::core::v1::*`) can only be checked against
             // the types kopgen knows.
-            Resolved::External(path) if super::known::leaf(&path).is_some() => Some(Resolved::External(path)),
+            Resolved::External(path) if super::known::leaf(&path).is_some() => {
+                Some(Resolved::External(path))
+            }
             Resolved::External(_) => None,
         }
     }
 
     /// Follows `rest` from module `base` of this crate.
     fn walk(&self, base: &str, rest: &[String], depth: usize) -> Option<Resolved> {
-        let Some((last, middle)) = rest.split_last() else {
-            return None;
-        };
+        let (last, middle) = rest.split_last()?;
         let mut module = base.to_owned();
         for segment in middle {
             let child = format!("{module}::{segment}");

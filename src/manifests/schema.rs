@@ -75,49 +75,122 @@ impl<'a> Builder<'a> {
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
         let ty = scoped.ty;
         match ty {
-            Type::Paren(p) => self.type_schema(file, &Scoped { ty: &p.elem, ..scoped.clone() }),
-            Type::Group(g) => self.type_schema(file, &Scoped { ty: &g.elem, ..scoped.clone() }),
-            Type::Reference(r) => self.type_schema(file, &Scoped { ty: &r.elem, ..scoped.clone() }),
+            Type::Paren(p) => self.type_schema(
+                file,
+                &Scoped {
+                    ty: &p.elem,
+                    ..scoped.clone()
+                },
+            ),
+            Type::Group(g) => self.type_schema(
+                file,
+                &Scoped {
+                    ty: &g.elem,
+                    ..scoped.clone()
+                },
+            ),
+            Type::Reference(r) => self.type_schema(
+                file,
+                &Scoped {
+                    ty: &r.elem,
+                    ..scoped.clone()
+                },
+            ),
             Type::Slice(s) => {
-                let item = self.type_schema(file, &Scoped { ty: &s.elem, ..scoped.clone() })?;
-                Ok(plain(Generic::Vec.schema(&mut self.generator, vec![item.schema])))
+                let item = self.type_schema(
+                    file,
+                    &Scoped {
+                        ty: &s.elem,
+                        ..scoped.clone()
+                    },
+                )?;
+                Ok(plain(
+                    Generic::Vec.schema(&mut self.generator, vec![item.schema]),
+                ))
             }
             Type::Array(a) => {
-                let item = self.type_schema(file, &Scoped { ty: &a.elem, ..scoped.clone() })?;
+                let item = self.type_schema(
+                    file,
+                    &Scoped {
+                        ty: &a.elem,
+                        ..scoped.clone()
+                    },
+                )?;
                 let len = match attrs::expr_to_json(&a.len).and_then(|v| v.as_u64()) {
                     Some(n) => n as usize,
                     None => {
-                        return Err(SourceError::at(file, a.len.span(), "array length is not a literal")
-                            .help("write the length as an integer literal"));
+                        return Err(SourceError::at(
+                            file,
+                            a.len.span(),
+                            "array length is not a literal",
+                        )
+                        .help("write the length as an integer literal"));
                     }
                 };
-                known::array_schema(&mut self.generator, item.schema, len).map(plain).ok_or_else(|| {
-                    SourceError::at(file, ty.span(), "arrays longer than 32 elements have no schema in schemars")
+                known::array_schema(&mut self.generator, item.schema, len)
+                    .map(plain)
+                    .ok_or_else(|| {
+                        SourceError::at(
+                            file,
+                            ty.span(),
+                            "arrays longer than 32 elements have no schema in schemars",
+                        )
                         .help("use a Vec with a length validation")
-                })
+                    })
             }
             Type::Tuple(t) => {
                 let mut items = Vec::new();
                 for elem in &t.elems {
-                    items.push(self.type_schema(file, &Scoped { ty: elem, ..scoped.clone() })?.schema);
+                    items.push(
+                        self.type_schema(
+                            file,
+                            &Scoped {
+                                ty: elem,
+                                ..scoped.clone()
+                            },
+                        )?
+                        .schema,
+                    );
                 }
-                known::tuple_schema(&mut self.generator, items).map(plain).ok_or_else(|| {
-                    SourceError::at(file, ty.span(), "tuples of more than 6 elements are not supported")
+                known::tuple_schema(&mut self.generator, items)
+                    .map(plain)
+                    .ok_or_else(|| {
+                        SourceError::at(
+                            file,
+                            ty.span(),
+                            "tuples of more than 6 elements are not supported",
+                        )
                         .help("use a struct with named fields")
-                })
+                    })
             }
             Type::Path(p) if p.qself.is_none() => self.path_schema(file, scoped, &p.path),
-            _ => Err(SourceError::at(file, ty.span(), "this type has no JSON schema kopgen can derive")
-                .help("use a named type (struct, enum, std or k8s-openapi type)")),
+            _ => Err(SourceError::at(
+                file,
+                ty.span(),
+                "this type has no JSON schema kopgen can derive",
+            )
+            .help("use a named type (struct, enum, std or k8s-openapi type)")),
         }
     }
 
-    fn path_schema(&mut self, file: &Path, scoped: &Scoped, path: &syn::Path) -> Result<Built, SourceError> {
+    fn path_schema(
+        &mut self,
+        file: &Path,
+        scoped: &Scoped,
+        path: &syn::Path,
+    ) -> Result<Built, SourceError> {
         if let Some(ident) = path.get_ident()
             && let Some((bound, module)) = scoped.env.get(&ident.to_string())
         {
             let env = HashMap::new();
-            return self.type_schema(file, &Scoped { ty: bound, module, env: &env });
+            return self.type_schema(
+                file,
+                &Scoped {
+                    ty: bound,
+                    module,
+                    env: &env,
+                },
+            );
         }
         let segments = path_segments(path);
         let args: Vec<&Type> = match path.segments.last().map(|s| &s.arguments) {
@@ -137,11 +210,24 @@ impl<'a> Builder<'a> {
             Some(Resolved::External(canonical)) => {
                 if let Some(generic) = Generic::from_path(&canonical) {
                     if args.len() < generic.arity() {
-                        return Err(SourceError::at(file, path.span(), format!("`{canonical}` without type arguments")));
+                        return Err(SourceError::at(
+                            file,
+                            path.span(),
+                            format!("`{canonical}` without type arguments"),
+                        ));
                     }
                     let mut schemas = Vec::new();
                     for arg in args.iter().rev().take(generic.arity()).rev() {
-                        schemas.push(self.type_schema(file, &Scoped { ty: arg, ..scoped.clone() })?.schema);
+                        schemas.push(
+                            self.type_schema(
+                                file,
+                                &Scoped {
+                                    ty: arg,
+                                    ..scoped.clone()
+                                },
+                            )?
+                            .schema,
+                        );
                     }
                     let schema = generic.schema(&mut self.generator, schemas);
                     return Ok(Built {
@@ -188,14 +274,26 @@ impl<'a> Builder<'a> {
             _ => None,
         };
         let Some(generics) = generics else {
-            return Err(SourceError::at(file, path.span(), format!("`{}` is not a type", item.name)));
+            return Err(SourceError::at(
+                file,
+                path.span(),
+                format!("`{}` is not a type", item.name),
+            ));
         };
-        let params: Vec<String> = generics.type_params().map(|p| p.ident.to_string()).collect();
+        let params: Vec<String> = generics
+            .type_params()
+            .map(|p| p.ident.to_string())
+            .collect();
         if params.len() != args.len() {
             return Err(SourceError::at(
                 file,
                 path.span(),
-                format!("`{}` takes {} type arguments, {} given", item.name, params.len(), args.len()),
+                format!(
+                    "`{}` takes {} type arguments, {} given",
+                    item.name,
+                    params.len(),
+                    args.len()
+                ),
             ));
         }
         let mut env: Env = HashMap::new();
@@ -205,7 +303,14 @@ impl<'a> Builder<'a> {
         }
         if let ItemKind::Alias(alias) = &item.kind {
             let module = item.module.clone();
-            return self.type_schema(&item_file, &Scoped { ty: &alias.ty, module: &module, env: &env });
+            return self.type_schema(
+                &item_file,
+                &Scoped {
+                    ty: &alias.ty,
+                    module: &module,
+                    env: &env,
+                },
+            );
         }
         if self.stack.contains(&item_index) {
             return Err(SourceError::at(file, path.span(), format!("`{}` is recursive", item.name)).help(
@@ -244,12 +349,27 @@ impl<'a> Builder<'a> {
         let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         report_unsupported(file, &cattrs.meta)?;
         let mut schema = match &item.fields {
-            Fields::Named(named) if !cattrs.transparent => {
-                self.named_fields(file, module, &cattrs, named.named.iter(), env, cattrs.rename_all)?
-            }
+            Fields::Named(named) if !cattrs.transparent => self.named_fields(
+                file,
+                module,
+                &cattrs,
+                named.named.iter(),
+                env,
+                cattrs.rename_all,
+            )?,
             Fields::Named(named) => {
-                let field = named.named.first().ok_or_else(|| SourceError::at(file, item.span(), "empty transparent struct"))?;
-                self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema
+                let field = named.named.first().ok_or_else(|| {
+                    SourceError::at(file, item.span(), "empty transparent struct")
+                })?;
+                self.type_schema(
+                    file,
+                    &Scoped {
+                        ty: &field.ty,
+                        module,
+                        env,
+                    },
+                )?
+                .schema
             }
             Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
                 // A newtype struct has the schema of its field.
@@ -262,10 +382,25 @@ impl<'a> Builder<'a> {
             Fields::Unnamed(unnamed) => {
                 let mut items = Vec::new();
                 for field in &unnamed.unnamed {
-                    items.push(self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema);
+                    items.push(
+                        self.type_schema(
+                            file,
+                            &Scoped {
+                                ty: &field.ty,
+                                module,
+                                env,
+                            },
+                        )?
+                        .schema,
+                    );
                 }
-                known::tuple_schema(&mut self.generator, items)
-                    .ok_or_else(|| SourceError::at(file, item.span(), "tuple structs of more than 6 fields are not supported"))?
+                known::tuple_schema(&mut self.generator, items).ok_or_else(|| {
+                    SourceError::at(
+                        file,
+                        item.span(),
+                        "tuple structs of more than 6 fields are not supported",
+                    )
+                })?
             }
             Fields::Unit => json_schema_null(),
         };
@@ -286,7 +421,16 @@ impl<'a> Builder<'a> {
         if fattrs.required && built.is_option {
             // `_schemars_private_non_optional_json_schema`: the inner type's schema.
             if let Some(inner) = option_inner(ty) {
-                return Ok(self.type_schema(file, &Scoped { ty: inner, module, env })?.schema);
+                return Ok(self
+                    .type_schema(
+                        file,
+                        &Scoped {
+                            ty: inner,
+                            module,
+                            env,
+                        },
+                    )?
+                    .schema);
             }
         }
         Ok(built.schema)
@@ -302,9 +446,19 @@ impl<'a> Builder<'a> {
         rename_all: RenameRule,
     ) -> Result<Schema, SourceError> {
         let mut schema = if cattrs.deny_unknown_fields {
-            Schema::from(json!({"type": "object", "additionalProperties": false}).as_object().cloned().unwrap_or_default())
+            Schema::from(
+                json!({"type": "object", "additionalProperties": false})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         } else {
-            Schema::from(json!({"type": "object"}).as_object().cloned().unwrap_or_default())
+            Schema::from(
+                json!({"type": "object"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         };
         let container_default = match &cattrs.default {
             DefaultAttr::None => None,
@@ -320,24 +474,57 @@ impl<'a> Builder<'a> {
             let Some(ident) = &field.ident else { continue };
             let raw = ident.to_string();
             let raw = raw.strip_prefix("r#").unwrap_or(&raw);
-            let name = fattrs.rename.clone().unwrap_or_else(|| rename_all.apply_to_field(raw));
+            let name = fattrs
+                .rename
+                .clone()
+                .unwrap_or_else(|| rename_all.apply_to_field(raw));
             if fattrs.flatten {
                 let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
                 let built = self.type_schema(file, &Scoped { ty, module, env })?;
                 let inner = match (built.is_option, option_inner(ty)) {
-                    (true, Some(inner)) => Some(self.type_schema(file, &Scoped { ty: inner, module, env })?.schema),
+                    (true, Some(inner)) => Some(
+                        self.type_schema(
+                            file,
+                            &Scoped {
+                                ty: inner,
+                                module,
+                                env,
+                            },
+                        )?
+                        .schema,
+                    ),
                     _ => None,
                 };
-                let flattened = known::flatten_schema(&mut self.generator, built.schema, inner, fattrs.required);
+                let flattened = known::flatten_schema(
+                    &mut self.generator,
+                    built.schema,
+                    inner,
+                    fattrs.required,
+                );
                 schemars_flatten(&mut schema, flattened);
                 continue;
             }
-            let is_option = self.type_schema(file, &Scoped { ty: fattrs.with.as_ref().unwrap_or(&field.ty), module, env })?.is_option;
+            let is_option = self
+                .type_schema(
+                    file,
+                    &Scoped {
+                        ty: fattrs.with.as_ref().unwrap_or(&field.ty),
+                        module,
+                        env,
+                    },
+                )?
+                .is_option;
             let mut field_schema = self.field_type_schema(file, module, field, &fattrs, env)?;
             add_field_mutators(&mut field_schema, &fattrs);
-            if let Some(value) =
-                defaults::field_default(self.index, file, module, field, &fattrs, container_default.as_ref(), env)?
-            {
+            if let Some(value) = defaults::field_default(
+                self.index,
+                file,
+                module,
+                field,
+                &fattrs,
+                container_default.as_ref(),
+                env,
+            )? {
                 field_schema.insert("default".into(), value);
             }
             for (key, value) in &fattrs.meta.extend {
@@ -376,7 +563,10 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let raw = variant.ident.to_string();
-            let name = vattrs.rename.clone().unwrap_or_else(|| cattrs.rename_all.apply_to_variant(&raw));
+            let name = vattrs
+                .rename
+                .clone()
+                .unwrap_or_else(|| cattrs.rename_all.apply_to_variant(&raw));
             let is_unit = matches!(variant.fields, Fields::Unit);
             let default_attrs = vattrs.meta.doc.is_none()
                 && vattrs.meta.title.is_none()
@@ -394,7 +584,12 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let mut schema = if is_unit {
-                Schema::from(json!({"type": "string", "const": name}).as_object().cloned().unwrap_or_default())
+                Schema::from(
+                    json!({"type": "string", "const": name})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                )
             } else {
                 let body = self.variant_body(file, module, variant, &vattrs, &cattrs, env)?;
                 let mut properties = Map::new();
@@ -415,10 +610,20 @@ impl<'a> Builder<'a> {
             complex.push(schema);
         }
         let unit_schema = || {
-            Schema::from(json!({"type": "string", "enum": unit_names.clone()}).as_object().cloned().unwrap_or_default())
+            Schema::from(
+                json!({"type": "string", "enum": unit_names.clone()})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         };
         let mut schema = if cattrs.untagged {
-            Schema::from(json!({"anyOf": complex.iter().map(|s| s.clone().to_value()).collect::<Vec<_>>()}).as_object().cloned().unwrap_or_default())
+            Schema::from(
+                json!({"anyOf": complex.iter().map(|s| s.clone().to_value()).collect::<Vec<_>>()})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         } else if complex.is_empty() {
             unit_schema()
         } else {
@@ -427,7 +632,12 @@ impl<'a> Builder<'a> {
                 all.push(unit_schema().to_value());
             }
             all.extend(complex.iter().map(|s| s.clone().to_value()));
-            Schema::from(json!({"oneOf": all}).as_object().cloned().unwrap_or_default())
+            Schema::from(
+                json!({"oneOf": all})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         };
         add_container_mutators(&mut schema, &cattrs.meta);
         Ok(schema)
@@ -454,13 +664,32 @@ impl<'a> Builder<'a> {
             Fields::Unnamed(f) => {
                 let mut items = Vec::new();
                 for field in &f.unnamed {
-                    items.push(self.type_schema(file, &Scoped { ty: &field.ty, module, env })?.schema);
+                    items.push(
+                        self.type_schema(
+                            file,
+                            &Scoped {
+                                ty: &field.ty,
+                                module,
+                                env,
+                            },
+                        )?
+                        .schema,
+                    );
                 }
-                known::tuple_schema(&mut self.generator, items)
-                    .ok_or_else(|| SourceError::at(file, variant.span(), "tuple variants of more than 6 fields are not supported"))
+                known::tuple_schema(&mut self.generator, items).ok_or_else(|| {
+                    SourceError::at(
+                        file,
+                        variant.span(),
+                        "tuple variants of more than 6 fields are not supported",
+                    )
+                })
             }
             Fields::Named(named) => {
-                let rule = if vattrs.rename_all != RenameRule::None { vattrs.rename_all } else { cattrs.rename_all_fields };
+                let rule = if vattrs.rename_all != RenameRule::None {
+                    vattrs.rename_all
+                } else {
+                    cattrs.rename_all_fields
+                };
                 let inner = ContainerAttrs {
                     deny_unknown_fields: cattrs.deny_unknown_fields,
                     ..ContainerAttrs::default()
@@ -476,12 +705,20 @@ fn unreachable_type(file: &Path, path: &syn::Path) -> Result<Schema, SourceError
 }
 
 fn plain(schema: Schema) -> Built {
-    Built { schema, is_option: false }
+    Built {
+        schema,
+        is_option: false,
+    }
 }
 
 /// `()`'s schema: `{"type": "null"}`.
 fn json_schema_null() -> Schema {
-    Schema::from(json!({"type": "null"}).as_object().cloned().unwrap_or_default())
+    Schema::from(
+        json!({"type": "null"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    )
 }
 
 fn option_inner(ty: &Type) -> Option<&Type> {
@@ -511,11 +748,18 @@ fn report_unsupported(file: &Path, meta: &Metadata) -> Result<(), SourceError> {
 /// schemars' `insert_object_property`.
 fn insert_property(schema: &mut Schema, key: &str, optional: bool, sub_schema: Schema) {
     let obj = schema.ensure_object();
-    if let Some(properties) = obj.entry("properties").or_insert(Value::Object(Map::new())).as_object_mut() {
+    if let Some(properties) = obj
+        .entry("properties")
+        .or_insert(Value::Object(Map::new()))
+        .as_object_mut()
+    {
         properties.insert(key.to_owned(), sub_schema.into());
     }
     if !optional
-        && let Some(required) = obj.entry("required").or_insert(Value::Array(Vec::new())).as_array_mut()
+        && let Some(required) = obj
+            .entry("required")
+            .or_insert(Value::Array(Vec::new()))
+            .as_array_mut()
     {
         required.push(key.into());
     }
@@ -629,7 +873,26 @@ fn apply_validation(schema: &mut Schema, validation: &Validation) {
 fn regex_escape(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
-        if matches!(c, '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#' | '&' | '-' | '~') {
+        if matches!(
+            c,
+            '\\' | '.'
+                | '+'
+                | '*'
+                | '?'
+                | '('
+                | ')'
+                | '|'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '^'
+                | '$'
+                | '#'
+                | '&'
+                | '-'
+                | '~'
+        ) {
             out.push('\\');
         }
         out.push(c);

@@ -274,6 +274,19 @@ fn plan_resource(
         "+kopgen:scaffold:crdkustomizeresource",
         &[format!("- bases/{full_group}_{plural}.yaml")],
     )?;
+    let crd_entry = format!(
+        "{}::api::{}::{}::{}::crd(),",
+        project.project_name.replace('-', "_"),
+        kind.group_mod,
+        kind.version_mod,
+        options.kind
+    );
+    edit(
+        changes,
+        "tests/crds.rs",
+        "+kopgen:scaffold:crd-versions",
+        &[crd_entry],
+    )?;
     if storage {
         let mut roles = Vec::new();
         for role in ["admin", "editor", "viewer"] {
