@@ -235,33 +235,50 @@ impl std::fmt::Display for CheckFailed {
 impl std::error::Error for CheckFailed {}
 
 fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let root = cwd.join(&args.path);
     let paths = if args.paths.is_empty() {
-        vec![args.path.join("src")]
+        vec![root.join("src")]
     } else {
         args.paths.clone()
     };
     let output_dir = args
         .output_dir
-        .clone()
-        .unwrap_or_else(|| args.path.join("config/crd/bases"));
+        .as_ref()
+        .map_or_else(|| root.join("config/crd/bases"), |dir| cwd.join(dir));
     let outputs = crate::manifests::generate(&paths).context("kopgen manifests")?;
+    // In a kopgen project, RBAC markers become config/rbac/role.yaml.
+    let project = crate::project::Project::load(&root).ok();
+    let role = match &project {
+        Some(project) => Some(crate::rbac::render(
+            &crate::rbac::collect(&paths).context("kopgen manifests")?,
+            project.namespaced,
+        )),
+        None => None,
+    };
     if args.stdout {
         for output in &outputs {
             write!(out, "---\n{}", output.contents)?;
         }
+        if let Some(role) = &role {
+            write!(out, "---\n{role}")?;
+        }
         return Ok(());
     }
-    let mut changes = ChangeSet::new(output_dir.clone());
+    let mut changes = ChangeSet::new(root.clone());
     for output in &outputs {
-        changes.put(output.path.clone(), output.contents.clone());
+        changes.put(output_dir.join(&output.path), output.contents.clone());
+    }
+    if let Some(role) = role {
+        changes.put("config/rbac/role.yaml", role);
     }
     if args.check {
         let stale = changes.changes();
         for change in &stale {
-            let path = output_dir.join(&change.path);
+            let path = root.join(&change.path);
             let old = std::fs::read_to_string(&path).unwrap_or_default();
             let diff = similar::TextDiff::from_lines(&old, &change.contents);
-            let name = path.display().to_string();
+            let name = display_path(&cwd, &path);
             write!(out, "{}", diff.unified_diff().header(&name, &name))?;
         }
         if stale.is_empty() {
@@ -269,14 +286,30 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 out,
                 "{} CRD file(s) up to date in {}",
                 outputs.len(),
-                output_dir.display()
+                display_path(&cwd, &output_dir)
             )?;
             return Ok(());
         }
         return Err(CheckFailed.into());
     }
-    finish(&changes, false, out)?;
+    let written = changes.write()?;
+    for change in written {
+        let verb = match change.kind {
+            crate::changeset::ChangeKind::Create => "Created",
+            crate::changeset::ChangeKind::Update => "Updated",
+        };
+        writeln!(
+            out,
+            "{verb:>12} {}",
+            display_path(&cwd, &root.join(&change.path))
+        )?;
+    }
     Ok(())
+}
+
+/// `path` relative to the current directory when it is below it, for short messages.
+fn display_path(cwd: &Path, path: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
 }
 
 /// Writes `changes` (or only lists them with `dry_run`) and prints one line per file, like `cargo new`.

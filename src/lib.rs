@@ -12,6 +12,7 @@ pub mod k8s_kinds;
 pub mod manifests;
 pub mod names;
 pub mod project;
+pub mod rbac;
 pub mod rustfmt;
 pub mod scaffold;
 pub mod templates;

@@ -45,10 +45,18 @@ fn in_a_kopgen_project_it_needs_no_flags() {
     let run = run_kopgen(&project, &["manifests"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(
-        run.stdout.contains("Created apps.example.com_blogs.yaml"),
+        run.stdout
+            .contains("Created config/crd/bases/apps.example.com_blogs.yaml"),
         "{}",
         run.stdout
     );
+    assert!(
+        run.stdout.contains("Updated config/rbac/role.yaml"),
+        "{}",
+        run.stdout
+    );
+    let role = std::fs::read_to_string(project.join("config/rbac/role.yaml")).expect("role");
+    insta::assert_snapshot!("scaffolded_blog_role", role);
     let crd = std::fs::read_to_string(project.join("config/crd/bases/apps.example.com_blogs.yaml"))
         .expect("crd");
     insta::assert_snapshot!("scaffolded_blog_crd", crd);

@@ -117,6 +117,11 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
         resources: vec![],
         version: project::FORMAT_VERSION.to_owned(),
     };
+    // The empty manager role, exactly as `kopgen manifests` renders it without markers.
+    changes.put(
+        "config/rbac/role.yaml",
+        crate::rbac::render(&[], options.namespaced),
+    );
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
     Ok(changes)
