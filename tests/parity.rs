@@ -96,26 +96,37 @@ fn harness_main(groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>) 
     main
 }
 
-#[test]
-fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
-    let fixtures = fixtures();
-    assert!(!fixtures.is_empty());
-    let harness = support::shared_target_dir().with_file_name("parity-harness");
+/// A named Rust source to compile into the harness (as module `name`) and to run kopgen on.
+pub struct Case {
+    pub name: String,
+    pub path: PathBuf,
+    pub source: String,
+}
+
+/// Compiles `cases` with kube-derive in harness `harness_name`, runs kopgen on each, and returns
+/// (kopgen's CRD, kube-derive's CRD) per (case, group, kind).
+pub fn compare(
+    harness_name: &str,
+    cases: &[Case],
+) -> BTreeMap<(String, String, String), (Option<String>, String)> {
+    let harness = support::shared_target_dir().with_file_name(harness_name);
     let mut groups: BTreeMap<(String, String, String), Vec<ResourceInfo>> = BTreeMap::new();
     let mut expected: BTreeMap<(String, String, String), String> = BTreeMap::new();
     let mut mods = String::new();
-    for fixture in &fixtures {
-        let name = module_name(fixture);
-        let source = std::fs::read_to_string(fixture).expect("fixture");
-        write_if_changed(&harness.join(format!("src/fixtures/{name}.rs")), &source);
+    for case in cases {
+        let name = &case.name;
+        write_if_changed(
+            &harness.join(format!("src/fixtures/{name}.rs")),
+            &case.source,
+        );
         let _ = writeln!(mods, "pub mod {name};");
-        let paths = vec![fixture.clone()];
+        let paths = vec![case.path.clone()];
         let resources =
-            manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", fixture.display()));
+            manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", case.path.display()));
         assert!(
             !resources.is_empty(),
             "{}: no CustomResource",
-            fixture.display()
+            case.path.display()
         );
         for info in resources {
             groups
@@ -124,7 +135,7 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
                 .push(info);
         }
         let outputs = manifests::generate(&paths)
-            .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", fixture.display()));
+            .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", case.path.display()));
         for output in outputs {
             let body = output
                 .contents
@@ -140,17 +151,20 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
             expected.insert((name.clone(), group, kind), body);
         }
     }
-    write_if_changed(&harness.join("Cargo.toml"), HARNESS_TOML);
+    write_if_changed(
+        &harness.join("Cargo.toml"),
+        &HARNESS_TOML.replace("kopgen-parity-harness", &format!("kopgen-{harness_name}")),
+    );
     write_if_changed(&harness.join("src/fixtures.rs"), &mods);
     write_if_changed(&harness.join("src/main.rs"), &harness_main(&groups));
     let output = support::cargo(&harness, &["run", "--quiet"]);
     assert!(
         output.status.success(),
-        "the harness (fixtures compiled with kube-derive) failed:\n{}",
+        "the harness (sources compiled with kube-derive) failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut actual: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let mut result = BTreeMap::new();
     for section in stdout.split("=== ").skip(1) {
         let (head, body) = section.split_once('\n').expect("marker line");
         let mut parts = head.split(' ');
@@ -159,14 +173,23 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
             parts.next().unwrap_or_default().to_owned(),
             parts.next().unwrap_or_default().to_owned(),
         );
-        actual.insert(key, body.to_owned());
+        let ours = expected.get(&key).cloned();
+        result.insert(key, (ours, body.to_owned()));
     }
+    result
+}
+
+/// Fails with a readable diff for every CRD where kopgen and kube-derive differ.
+pub fn assert_all_equal(
+    label: &str,
+    results: &BTreeMap<(String, String, String), (Option<String>, String)>,
+) {
     let mut failures = Vec::new();
-    for (key, want) in &actual {
-        match expected.get(key) {
-            Some(got) if got == want => {}
+    for (key, (ours, theirs)) in results {
+        match ours {
+            Some(got) if got == theirs => {}
             Some(got) => {
-                let diff = similar::TextDiff::from_lines(want, got);
+                let diff = similar::TextDiff::from_lines(theirs, got);
                 failures.push(format!(
                     "{key:?}: kopgen differs from kube-derive (- kube-derive, + kopgen):\n{}",
                     diff.unified_diff().context_radius(3)
@@ -175,7 +198,124 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
             None => failures.push(format!("{key:?}: kopgen wrote no CRD")),
         }
     }
-    let equal = actual.len() - failures.len();
-    eprintln!("parity: {equal}/{} CRDs equal byte for byte", actual.len());
+    eprintln!(
+        "{label}: {}/{} CRDs equal byte for byte",
+        results.len() - failures.len(),
+        results.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
+    let cases: Vec<Case> = fixtures()
+        .into_iter()
+        .map(|path| Case {
+            name: module_name(&path),
+            source: std::fs::read_to_string(&path).expect("fixture"),
+            path,
+        })
+        .collect();
+    assert!(cases.len() >= 16);
+    let results = compare("parity-harness", &cases);
+    assert_all_equal("fixture parity", &results);
+}
+
+/// The real-world corpus beside the repository (`../shared/corpus/crds/`), if present.
+fn corpus_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
+    dir.is_dir().then_some(dir)
+}
+
+/// Every (JSON pointer, scalar) pair of a schema, for a similarity figure.
+fn leaves(
+    value: &serde_yaml::Value,
+    prefix: String,
+    out: &mut std::collections::BTreeSet<(String, String)>,
+) {
+    match value {
+        serde_yaml::Value::Mapping(map) => {
+            for (k, v) in map {
+                let key = k.as_str().unwrap_or_default();
+                leaves(v, format!("{prefix}/{key}"), out);
+            }
+        }
+        serde_yaml::Value::Sequence(seq) => {
+            for (i, v) in seq.iter().enumerate() {
+                leaves(v, format!("{prefix}/{i}"), out);
+            }
+        }
+        other => {
+            out.insert((prefix, serde_yaml::to_string(other).unwrap_or_default()));
+        }
+    }
+}
+
+fn similarity(original: &serde_yaml::Value, ours: &serde_yaml::Value) -> (f64, usize, usize) {
+    let (mut a, mut b) = (Default::default(), Default::default());
+    leaves(&original["spec"]["versions"], String::new(), &mut a);
+    leaves(&ours["spec"]["versions"], String::new(), &mut b);
+    let common = a.intersection(&b).count();
+    let union = a.union(&b).count().max(1);
+    (common as f64 / union as f64, a.len(), b.len())
+}
+
+/// Real-world CRDs, round-tripped: kopium turns each into kube-derive Rust, and kopgen's CRD for
+/// that Rust must equal `crd()` of the same Rust. Also reports how close the result is to the
+/// original CRD (kopium and kube-derive lose some details, e.g. validations kopium cannot express).
+#[test]
+fn real_world_crds_round_trip_through_kopium() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("notice: ../shared/corpus/crds not found; skipping the real-world round trip");
+        return;
+    };
+    if !support::have("kopium") {
+        eprintln!(
+            "notice: kopium is not installed (cargo install kopium); skipping the real-world round trip"
+        );
+        return;
+    }
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let mut cases = Vec::new();
+    let mut originals = BTreeMap::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    for crd in files {
+        let name = module_name(&crd);
+        let output = std::process::Command::new("kopium")
+            .args(["-A", "-f"])
+            .arg(&crd)
+            .output()
+            .expect("kopium runs");
+        assert!(
+            output.status.success(),
+            "kopium failed on {}: {}",
+            crd.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let source = String::from_utf8_lossy(&output.stdout).into_owned();
+        let path = scratch.path().join(format!("{name}.rs"));
+        std::fs::write(&path, &source).expect("write");
+        let original: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&crd).expect("crd")).expect("yaml");
+        originals.insert(name.clone(), original);
+        cases.push(Case { name, path, source });
+    }
+    let results = compare("realworld-harness", &cases);
+    for ((name, group, kind), (ours, _)) in &results {
+        if let (Some(ours), Some(original)) = (ours, originals.get(name)) {
+            let ours: serde_yaml::Value = serde_yaml::from_str(ours).expect("yaml");
+            let (score, a, b) = similarity(original, &ours);
+            eprintln!(
+                "{name:<36} {group}/{kind}: {:.1}% of schema leaves shared with the original ({a} original, {b} kopgen)",
+                score * 100.0
+            );
+        }
+    }
+    assert_all_equal("real-world parity", &results);
 }

@@ -149,11 +149,17 @@ impl Index {
     ) -> Option<Resolved> {
         let mut full = glob.to_vec();
         full.extend_from_slice(segments);
+        let local_glob = glob.first().is_some_and(|s| s == "crate");
         match self.resolve_depth(module, &full, depth + 1)? {
             Resolved::Local(item) => Some(Resolved::Local(item)),
+            // Through a glob of this crate, a name resolves only via an explicit `use` there.
+            found @ Resolved::External(_) if local_glob => Some(found),
             // An external glob (`use k8s_openapi::api::core::v1::*`) can only be checked against
             // the types kopgen knows.
-            Resolved::External(path) if super::known::leaf(&path).is_some() => {
+            Resolved::External(path)
+                if super::known::leaf(&path).is_some()
+                    || super::known::Generic::from_path(&path).is_some() =>
+            {
                 Some(Resolved::External(path))
             }
             Resolved::External(_) => None,

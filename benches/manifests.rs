@@ -1,0 +1,192 @@
+//! `kopgen manifests` speed, against the parse floor and the kube-rs path.
+//!
+//! Run: `cargo bench --bench manifests`. It reports, for synthetic projects of 10 to 500 kinds
+//! (20 structs each, so 500 kinds = 10,000 structs) and for the parity fixture corpus:
+//! - `manifests`: wall time of `kopgen::manifests::generate` (read, parse, derive, serialize);
+//! - `parse floor`: reading the same files and `syn::parse_file` on each;
+//! - per struct: manifests time / structs, which should stay flat as projects grow.
+//!
+//! With `KOPGEN_BENCH_KUBE=1` it also measures the kube-rs path on the fixture corpus:
+//! change one field, rebuild the crdgen harness (kube-derive) incrementally and run it.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
+    let _warm = f();
+    median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(f());
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+/// A crate with `kinds` custom resources, each a spec with 19 nested structs.
+fn synthetic(root: &Path, kinds: usize) -> usize {
+    let src = root.join("src");
+    std::fs::create_dir_all(src.join("kinds")).expect("mkdir");
+    let mut lib = String::from("pub mod kinds;\n");
+    let mut mods = String::new();
+    let mut structs = 0;
+    for k in 0..kinds {
+        let mut file = String::from(
+            "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n\
+             use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;\n\n",
+        );
+        for s in 0..19 {
+            let next = if s < 18 {
+                format!("    pub next: Option<Part{}>,\n", s + 1)
+            } else {
+                String::new()
+            };
+            file.push_str(&format!(
+                "/// Part {s} of kind {k}.\n#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+                 #[serde(rename_all = \"camelCase\")]\npub struct Part{s} {{\n    /// A name.\n    pub name: String,\n\
+                 \x20   pub replica_count: Option<i32>,\n    pub labels: std::collections::BTreeMap<String, String>,\n\
+                 \x20   pub tags: Vec<String>,\n{next}}}\n\n"
+            ));
+            structs += 1;
+        }
+        file.push_str(&format!(
+            "/// Kind {k}.\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"bench.example.com\", version = \"v1\", kind = \"Kind{k}\", namespaced, status = \"Kind{k}Status\")]\n\
+             pub struct Kind{k}Spec {{\n    pub root: Part0,\n    #[serde(default)]\n    pub size: i32,\n}}\n\n\
+             #[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Kind{k}Status {{\n    pub conditions: Vec<Condition>,\n}}\n"
+        ));
+        structs += 2;
+        std::fs::write(src.join(format!("kinds/kind{k}.rs")), file).expect("write");
+        mods.push_str(&format!("pub mod kind{k};\n"));
+    }
+    std::fs::write(src.join("lib.rs"), lib.split_off(0)).expect("write");
+    std::fs::write(src.join("kinds/mod.rs"), mods).expect("write");
+    structs
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| e.into_path())
+        .collect()
+}
+
+fn parse_floor(dir: &Path) -> usize {
+    rust_files(dir)
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("read");
+            syn::parse_file(&text)
+                .map(|file| file.items.len())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+fn report(label: &str, dir: &Path, structs: usize, runs: usize) -> Duration {
+    let paths = vec![dir.to_path_buf()];
+    let manifests = time(runs, || {
+        kopgen::manifests::generate(&paths).expect("manifests")
+    });
+    let floor = time(runs, || parse_floor(dir));
+    println!(
+        "{label:<28} manifests {:>9.2} ms   parse floor {:>8.2} ms   ratio {:>5.2}x   per struct {:>6.1} µs",
+        manifests.as_secs_f64() * 1e3,
+        floor.as_secs_f64() * 1e3,
+        manifests.as_secs_f64() / floor.as_secs_f64(),
+        manifests.as_secs_f64() * 1e6 / structs as f64
+    );
+    manifests
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+    let fixture_structs = rust_files(&fixtures)
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .matches("pub struct")
+                .count()
+        })
+        .sum::<usize>();
+    let corpus = report(
+        "fixture corpus",
+        &fixtures,
+        fixture_structs.max(1),
+        if quick { 1 } else { 20 },
+    );
+    let sizes: &[usize] = if quick { &[10] } else { &[10, 50, 100, 500] };
+    for &kinds in sizes {
+        let dir = scratch.path().join(format!("k{kinds}"));
+        let structs = synthetic(&dir, kinds);
+        let runs = if kinds >= 500 { 5 } else { 10 };
+        report(
+            &format!("{kinds} kinds / {structs} structs"),
+            &dir.join("src"),
+            structs,
+            if quick { 1 } else { runs },
+        );
+    }
+    if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {
+        kube_path(&fixtures, corpus);
+    }
+}
+
+/// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
+fn kube_path(fixtures: &Path, kopgen_time: Duration) {
+    let target = std::env::var_os("KOPGEN_TEST_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/kopgen/target")
+        });
+    let harness = target.with_file_name("parity-harness");
+    if !harness.join("Cargo.toml").exists() {
+        println!("kube-rs path: run `cargo test --test parity` first to create the harness");
+        return;
+    }
+    let file = harness.join("src/fixtures/basic.rs");
+    let original = std::fs::read_to_string(&file).expect("harness fixture");
+    let _ = fixtures;
+    let mut samples = Vec::new();
+    for i in 0..3 {
+        let changed = original.replace(
+            "pub foo: Option<String>,",
+            &format!("pub foo: Option<String>,\n    pub bench{i}: i32,"),
+        );
+        std::fs::write(&file, changed).expect("write");
+        let start = Instant::now();
+        let status = Command::new("cargo")
+            .args(["run", "--quiet"])
+            .current_dir(&harness)
+            .env("CARGO_TARGET_DIR", &target)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("cargo");
+        samples.push(start.elapsed());
+        assert!(status.success());
+    }
+    std::fs::write(&file, original).expect("restore");
+    let kube = median(samples);
+    println!(
+        "kube-rs path (incremental rebuild + run of crdgen after one field change) {:.2} s; kopgen {:.2} ms; speed-up {:.0}x",
+        kube.as_secs_f64(),
+        kopgen_time.as_secs_f64() * 1e3,
+        kube.as_secs_f64() / kopgen_time.as_secs_f64()
+    );
+}

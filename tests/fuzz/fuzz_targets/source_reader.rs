@@ -1,0 +1,20 @@
+//! Arbitrary bytes as a Rust source file: `kopgen manifests` and the RBAC marker reader must
+//! return CRDs or errors, never panic.
+//! Run: `cargo +nightly fuzz run --fuzz-dir tests/fuzz source_reader`.
+#![no_main]
+
+use std::path::{Path, PathBuf};
+
+use kopgen::manifests::{discover::Source, generate_from_sources};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let sources = [Source {
+        path: PathBuf::from("src/lib.rs"),
+        module: "crate".into(),
+        text: text.to_owned(),
+    }];
+    let _ = generate_from_sources(&sources);
+    let _ = kopgen::rbac::parse_markers(Path::new("src/lib.rs"), text);
+});
