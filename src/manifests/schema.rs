@@ -48,6 +48,9 @@ pub struct Builder<'a> {
     pub index: &'a Index,
     pub generator: SchemaGenerator,
     stack: Vec<usize>,
+    /// Schemas of items already derived, by item and generic arguments: a type used in many
+    /// places is derived once (schemars inlines the same schema everywhere).
+    cache: HashMap<(usize, String), Schema>,
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -62,6 +65,7 @@ impl<'a> Builder<'a> {
             index,
             generator: SchemaGenerator::new(kube_settings()),
             stack: Vec::new(),
+            cache: HashMap::new(),
         }
     }
 
@@ -312,6 +316,10 @@ impl<'a> Builder<'a> {
                 },
             );
         }
+        let cache_key = (item_index, cache_key_of(&env));
+        if let Some(schema) = self.cache.get(&cache_key) {
+            return Ok(plain(schema.clone()));
+        }
         if self.stack.contains(&item_index) {
             return Err(SourceError::at(file, path.span(), format!("`{}` is recursive", item.name)).help(
                 "a CRD schema cannot refer to itself (the API server rejects $ref); break the cycle, e.g. with \
@@ -325,7 +333,9 @@ impl<'a> Builder<'a> {
             _ => unreachable_type(&item_file, path),
         };
         self.stack.pop();
-        result.map(plain)
+        let schema = result?;
+        self.cache.insert(cache_key, schema.clone());
+        Ok(plain(schema))
     }
 
     /// Binds a generic argument to the type it denotes where it was written.
@@ -375,7 +385,9 @@ impl<'a> Builder<'a> {
                 // A newtype struct has the schema of its field.
                 let field = &unnamed.unnamed[0];
                 let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
-                let mut built = self.field_type_schema(file, module, field, &fattrs, env)?;
+                let mut built = self
+                    .field_type_schema(file, module, field, &fattrs, env)?
+                    .schema;
                 add_field_mutators(&mut built, &fattrs);
                 built
             }
@@ -415,13 +427,13 @@ impl<'a> Builder<'a> {
         field: &syn::Field,
         fattrs: &FieldAttrs,
         env: &Env,
-    ) -> Result<Schema, SourceError> {
+    ) -> Result<Built, SourceError> {
         let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
         let built = self.type_schema(file, &Scoped { ty, module, env })?;
         if fattrs.required && built.is_option {
             // `_schemars_private_non_optional_json_schema`: the inner type's schema.
             if let Some(inner) = option_inner(ty) {
-                return Ok(self
+                let schema = self
                     .type_schema(
                         file,
                         &Scoped {
@@ -430,10 +442,14 @@ impl<'a> Builder<'a> {
                             env,
                         },
                     )?
-                    .schema);
+                    .schema;
+                return Ok(Built {
+                    schema,
+                    is_option: true,
+                });
             }
         }
-        Ok(built.schema)
+        Ok(built)
     }
 
     fn named_fields<'f>(
@@ -504,17 +520,9 @@ impl<'a> Builder<'a> {
                 schemars_flatten(&mut schema, flattened);
                 continue;
             }
-            let is_option = self
-                .type_schema(
-                    file,
-                    &Scoped {
-                        ty: fattrs.with.as_ref().unwrap_or(&field.ty),
-                        module,
-                        env,
-                    },
-                )?
-                .is_option;
-            let mut field_schema = self.field_type_schema(file, module, field, &fattrs, env)?;
+            let built = self.field_type_schema(file, module, field, &fattrs, env)?;
+            let is_option = built.is_option;
+            let mut field_schema = built.schema;
             add_field_mutators(&mut field_schema, &fattrs);
             if let Some(value) = defaults::field_default(
                 self.index,
@@ -657,7 +665,9 @@ impl<'a> Builder<'a> {
             Fields::Unnamed(f) if f.unnamed.len() == 1 => {
                 let field = &f.unnamed[0];
                 let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
-                let mut schema = self.field_type_schema(file, module, field, &fattrs, env)?;
+                let mut schema = self
+                    .field_type_schema(file, module, field, &fattrs, env)?
+                    .schema;
                 add_field_mutators(&mut schema, &fattrs);
                 Ok(schema)
             }
@@ -698,6 +708,17 @@ impl<'a> Builder<'a> {
             }
         }
     }
+}
+
+/// A stable key for generic arguments: each parameter's type, as written, and its module.
+fn cache_key_of(env: &Env) -> String {
+    use quote::ToTokens;
+    let mut parts: Vec<String> = env
+        .iter()
+        .map(|(param, (ty, module))| format!("{param}={}@{module}", ty.to_token_stream()))
+        .collect();
+    parts.sort();
+    parts.join(";")
 }
 
 fn unreachable_type(file: &Path, path: &syn::Path) -> Result<Schema, SourceError> {
