@@ -390,7 +390,16 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             }
         }
         "contains" => {
-            let value: Expr = meta.value()?.parse()?;
+            // schemars: `contains(pattern = "x")` (validator style) or `contains("x")` (garde style).
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let value: Expr = if content.peek(syn::Ident) && content.peek2(syn::Token![=]) {
+                let _key: syn::Ident = content.parse()?;
+                content.parse::<syn::Token![=]>()?;
+                content.parse()?
+            } else {
+                content.parse()?
+            };
             match expr_to_json(&value) {
                 Some(serde_json::Value::String(s)) => out.validations.push(Validation::Contains(s)),
                 _ => out.unsupported.push((name, meta.path.span())),
