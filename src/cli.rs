@@ -150,7 +150,28 @@ pub struct ManifestsArgs {
     /// Print the CRDs to standard output instead of writing files.
     #[arg(long)]
     pub stdout: bool,
+    /// Structural-schema lint: `error` (default: errors stop kopgen, warnings are printed),
+    /// `warn` (report everything, still write), `deny` (warnings are errors too), `off`.
+    #[arg(long, value_enum, default_value_t = LintMode::Error)]
+    pub lint: LintMode,
+    /// Truncate descriptions to N characters (0 drops them), like controller-gen's maxDescLen.
+    /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
+    #[arg(long, value_name = "N")]
+    pub max_desc_len: Option<usize>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintMode {
+    Error,
+    Warn,
+    Deny,
+    Off,
+}
+
+/// Client-side `kubectl apply` stores the object in an annotation limited to 256 KiB.
+pub const SIZE_WARNING: usize = 262_144;
+/// etcd's default request limit.
+pub const SIZE_ERROR: usize = 1_572_864;
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
@@ -246,7 +267,44 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .output_dir
         .as_ref()
         .map_or_else(|| root.join("config/crd/bases"), |dir| cwd.join(dir));
-    let outputs = crate::manifests::generate(&paths).context("kopgen manifests")?;
+    let sources = crate::manifests::discover::sources(&paths).context("kopgen manifests")?;
+    let options = crate::manifests::Options {
+        lint: args.lint != LintMode::Off,
+        max_desc_len: args.max_desc_len,
+    };
+    let generated =
+        crate::manifests::generate_with(&sources, &options).context("kopgen manifests")?;
+    let outputs = generated.outputs;
+    let mut blocking = 0;
+    for located in &generated.findings {
+        eprintln!("{located}");
+        let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;
+        if is_error || args.lint == LintMode::Deny {
+            blocking += 1;
+        }
+    }
+    for output in &outputs {
+        let size = output.contents.len();
+        let name = output.path.display();
+        if size > SIZE_ERROR {
+            eprintln!(
+                "error[size]: {name} is {size} bytes, over etcd's 1.5 MiB request limit; split the kind or use --max-desc-len"
+            );
+            blocking += 1;
+        } else if size > SIZE_WARNING {
+            eprintln!(
+                "warning[size]: {name} is {size} bytes, over 256 KiB: client-side `kubectl apply` fails with \"metadata.annotations: Too long\"; use server-side apply (the Makefile does) or --max-desc-len"
+            );
+            if args.lint == LintMode::Deny {
+                blocking += 1;
+            }
+        }
+    }
+    if blocking > 0 && args.lint != LintMode::Warn {
+        anyhow::bail!(
+            "kopgen manifests: {blocking} lint error(s); nothing was written (use --lint=warn to write anyway)"
+        );
+    }
     // In a kopgen project, RBAC markers become config/rbac/role.yaml.
     let project = crate::project::Project::load(&root).ok();
     let role = match &project {
@@ -298,11 +356,9 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             crate::changeset::ChangeKind::Create => "Created",
             crate::changeset::ChangeKind::Update => "Updated",
         };
-        writeln!(
-            out,
-            "{verb:>12} {}",
-            display_path(&cwd, &root.join(&change.path))
-        )?;
+        let size = change.contents.len() as f64 / 1024.0;
+        let path = display_path(&cwd, &root.join(&change.path));
+        writeln!(out, "{verb:>12} {path} ({size:.1} KiB)")?;
     }
     Ok(())
 }

@@ -13,6 +13,8 @@ pub mod error;
 pub mod index;
 pub mod k8s_types;
 pub mod known;
+pub mod lint;
+pub mod locate;
 pub mod resolve;
 pub mod schema;
 
@@ -42,6 +44,70 @@ pub fn generate(paths: &[PathBuf]) -> Result<Vec<Output>, ManifestError> {
 /// Derives the CRDs of sources already in memory (what `generate` does after reading files).
 /// Any input gives CRDs or errors, never a panic: the fuzz target feeds it arbitrary bytes.
 pub fn generate_from_sources(sources: &[discover::Source]) -> Result<Vec<Output>, ManifestError> {
+    generate_with(sources, &Options::default()).map(|g| g.outputs)
+}
+
+/// What `kopgen manifests` can do beyond `crd()` parity.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Run the structural-schema lint.
+    pub lint: bool,
+    /// controller-gen's `maxDescLen`: truncate descriptions (0 drops them). Departs from `crd()`.
+    pub max_desc_len: Option<usize>,
+}
+
+/// A lint finding located in the Rust source.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub finding: lint::Finding,
+    pub crd: String,
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Located {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.finding.severity {
+            lint::Severity::Error => "error",
+            lint::Severity::Warning => "warning",
+        };
+        write!(
+            f,
+            "{level}[{}]: {}:{}:{}: {} (CRD {} {}, at {})\n  help: {}",
+            self.finding.rule,
+            self.file.display(),
+            self.line,
+            self.column,
+            self.finding.message,
+            self.crd,
+            self.finding.version,
+            if self.finding.path.is_empty() {
+                ".".to_owned()
+            } else {
+                self.finding
+                    .path
+                    .join(".")
+                    .replace(".[", "[")
+                    .replace(".{", "{")
+            },
+            self.finding.fix
+        )
+    }
+}
+
+/// Everything one run produces.
+#[derive(Debug, Default)]
+pub struct Generated {
+    pub outputs: Vec<Output>,
+    pub findings: Vec<Located>,
+}
+
+/// `generate_from_sources` with lint and description options.
+pub fn generate_with(
+    sources: &[discover::Source],
+    options: &Options,
+) -> Result<Generated, ManifestError> {
     let mut index = Index::default();
     let mut errors = Vec::new();
     for source in sources {
@@ -70,6 +136,7 @@ pub fn generate_from_sources(sources: &[discover::Source]) -> Result<Vec<Output>
         return Err(ManifestError::Many(errors));
     }
     let mut outputs = Vec::new();
+    let mut findings = Vec::new();
     for ((group, _), mut versions) in by_kind {
         versions.sort_by_key(|(cr, _)| crd::version_priority(cr.version()));
         let storage: Vec<&CustomResource> = versions
@@ -115,6 +182,27 @@ pub fn generate_from_sources(sources: &[discover::Source]) -> Result<Vec<Output>
                 }
             }
         };
+        let mut merged = merged;
+        if let Some(max) = options.max_desc_len {
+            lint::truncate_descriptions(&mut merged, max);
+        }
+        if options.lint {
+            for finding in lint::check(&merged) {
+                let cr = versions
+                    .iter()
+                    .find(|(cr, _)| cr.version() == finding.version)
+                    .map_or(first, |(cr, _)| cr);
+                let (file, span) = locate::locate(&index, cr, &finding.path);
+                let start = span.start();
+                findings.push(Located {
+                    crd: merged.metadata.name.clone().unwrap_or_default(),
+                    file,
+                    line: start.line,
+                    column: start.column + 1,
+                    finding,
+                });
+            }
+        }
         let yaml = crd::to_yaml(&merged).map_err(ManifestError::Other)?;
         outputs.push(Output {
             path: PathBuf::from(format!("{group}_{}.yaml", first.plural())),
@@ -122,7 +210,7 @@ pub fn generate_from_sources(sources: &[discover::Source]) -> Result<Vec<Output>
         });
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(outputs)
+    Ok(Generated { outputs, findings })
 }
 
 /// What a custom resource is called, for tools that need to name its generated type

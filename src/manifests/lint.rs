@@ -1,0 +1,434 @@
+//! Structural-schema lint: the rules the apiextensions API server enforces for v1 CRDs, checked
+//! at generation time, plus warnings for data the API server would prune without a word.
+//!
+//! Findings name the JSON path in the CRD; the CLI maps that path back to the Rust field that
+//! produced it (see [`super::locate`]).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// One rule violation, at a path like `spec.template.containers[*]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub rule: &'static str,
+    pub version: String,
+    /// Property path below `openAPIV3Schema`, as field names (`spec`, `replicas`, `[*]` for items).
+    pub path: Vec<String>,
+    pub message: String,
+    pub fix: &'static str,
+}
+
+/// The rules, for documentation and `--help`: (rule, what it checks, fix).
+pub const RULES: &[(&str, &str, &str)] = &[
+    (
+        "untyped",
+        "every schema node has a `type` (unless int-or-string or preserve-unknown-fields)",
+        "use a typed field, `#[schemars(schema_with = ...)]`, or `#[schemars(extend(\"x-kubernetes-preserve-unknown-fields\" = true))]`",
+    ),
+    (
+        "forbidden-keyword",
+        "no `$ref`, `definitions`, `patternProperties`, `dependencies`, `additionalItems`",
+        "avoid recursive types and patterned keys; use a map (`BTreeMap<String, T>`)",
+    ),
+    (
+        "additional-properties-with-properties",
+        "`additionalProperties` is not set beside `properties`",
+        "flatten into either a struct or a map, not both",
+    ),
+    (
+        "list-map-keys",
+        "`x-kubernetes-list-type: map` lists name `x-kubernetes-list-map-keys` that are required scalar properties of the items",
+        "make every key field a required (non-Option) string or integer of the item struct",
+    ),
+    (
+        "metadata",
+        "`metadata` restricts only `name` and `generateName`",
+        "do not put other constraints on metadata",
+    ),
+    (
+        "default-type",
+        "defaults match their schema's type",
+        "fix the default value or the field type",
+    ),
+    (
+        "value-validation",
+        "`anyOf`/`oneOf`/`allOf`/`not` branches do not set `type`, `default`, `nullable`, `additionalProperties` or `description`",
+        "use an untagged enum of scalars or a struct with optional fields",
+    ),
+    (
+        "pruned",
+        "(warning) an object with no properties, no additionalProperties and no preserve-unknown-fields keeps no data",
+        "type the field, or preserve unknown fields explicitly",
+    ),
+];
+
+pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for version in &crd.spec.versions {
+        let Some(schema) = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+        else {
+            continue;
+        };
+        let mut ctx = Ctx {
+            version: version.name.clone(),
+            findings: &mut findings,
+        };
+        ctx.node(schema, &mut Vec::new(), false);
+        if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
+            let extra = metadata
+                .properties
+                .as_ref()
+                .map(|p| p.keys().any(|k| k != "name" && k != "generateName"))
+                .unwrap_or(false);
+            if extra || metadata.type_.as_deref().is_some_and(|t| t != "object") {
+                ctx.push(
+                    Severity::Error,
+                    "metadata",
+                    vec!["metadata".into()],
+                    "metadata may only restrict name and generateName".into(),
+                );
+            }
+        }
+    }
+    findings
+}
+
+struct Ctx<'a> {
+    version: String,
+    findings: &'a mut Vec<Finding>,
+}
+
+fn fix_of(rule: &str) -> &'static str {
+    RULES
+        .iter()
+        .find(|(r, _, _)| *r == rule)
+        .map_or("", |(_, _, fix)| fix)
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, severity: Severity, rule: &'static str, path: Vec<String>, message: String) {
+        self.findings.push(Finding {
+            severity,
+            rule,
+            version: self.version.clone(),
+            path,
+            message,
+            fix: fix_of(rule),
+        });
+    }
+
+    fn node(&mut self, s: &JSONSchemaProps, path: &mut Vec<String>, in_value_validation: bool) {
+        let preserve = s.x_kubernetes_preserve_unknown_fields == Some(true);
+        let int_or_string = s.x_kubernetes_int_or_string == Some(true);
+        if !in_value_validation && s.type_.is_none() && !preserve && !int_or_string {
+            self.push(
+                Severity::Error,
+                "untyped",
+                path.clone(),
+                "schema has no type".into(),
+            );
+        }
+        for (present, keyword) in [
+            (s.ref_path.is_some(), "$ref"),
+            (s.definitions.is_some(), "definitions"),
+            (s.pattern_properties.is_some(), "patternProperties"),
+            (s.dependencies.is_some(), "dependencies"),
+            (s.additional_items.is_some(), "additionalItems"),
+        ] {
+            if present {
+                self.push(
+                    Severity::Error,
+                    "forbidden-keyword",
+                    path.clone(),
+                    format!("`{keyword}` is not allowed in a structural schema"),
+                );
+            }
+        }
+        if s.properties.as_ref().is_some_and(|p| !p.is_empty()) && s.additional_properties.is_some()
+        {
+            self.push(
+                Severity::Error,
+                "additional-properties-with-properties",
+                path.clone(),
+                "`additionalProperties` and `properties` are mutually exclusive".into(),
+            );
+        }
+        if in_value_validation {
+            for (present, key) in [
+                (s.type_.is_some(), "type"),
+                (s.default.is_some(), "default"),
+                (s.nullable.is_some(), "nullable"),
+                (s.additional_properties.is_some(), "additionalProperties"),
+                (s.description.is_some(), "description"),
+            ] {
+                if present {
+                    self.push(
+                        Severity::Error,
+                        "value-validation",
+                        path.clone(),
+                        format!("`{key}` inside anyOf/oneOf/allOf/not"),
+                    );
+                }
+            }
+        }
+        if let (Some(default), Some(ty)) = (&s.default, &s.type_) {
+            let ok = match ty.as_str() {
+                "string" => default.0.is_string() || (int_or_string && default.0.is_number()),
+                "integer" => {
+                    default.0.is_i64()
+                        || default.0.is_u64()
+                        || (int_or_string && default.0.is_string())
+                }
+                "number" => default.0.is_number(),
+                "boolean" => default.0.is_boolean(),
+                "array" => default.0.is_array(),
+                "object" => default.0.is_object(),
+                _ => true,
+            };
+            if !ok {
+                self.push(
+                    Severity::Error,
+                    "default-type",
+                    path.clone(),
+                    format!("default {} is not of type {ty}", default.0),
+                );
+            }
+        }
+        if s.x_kubernetes_list_type.as_deref() == Some("map") {
+            self.list_map(s, path);
+        }
+        let is_object = s.type_.as_deref() == Some("object");
+        if is_object
+            && !preserve
+            && s.properties.as_ref().is_none_or(|p| p.is_empty())
+            && s.additional_properties.is_none()
+            && s.x_kubernetes_embedded_resource != Some(true)
+        {
+            self.push(
+                Severity::Warning,
+                "pruned",
+                path.clone(),
+                "object with no properties: the API server prunes all its fields".into(),
+            );
+        }
+        if let Some(properties) = &s.properties {
+            for (name, child) in properties {
+                path.push(name.clone());
+                self.node(child, path, false);
+                path.pop();
+            }
+        }
+        if let Some(JSONSchemaPropsOrBool::Schema(child)) = &s.additional_properties {
+            path.push("{*}".into());
+            self.node(child, path, false);
+            path.pop();
+        }
+        match &s.items {
+            Some(JSONSchemaPropsOrArray::Schema(child)) => {
+                path.push("[*]".into());
+                self.node(child, path, false);
+                path.pop();
+            }
+            Some(JSONSchemaPropsOrArray::Schemas(children)) => {
+                self.push(
+                    Severity::Error,
+                    "forbidden-keyword",
+                    path.clone(),
+                    "tuple `items` (an array of schemas) is not structural".into(),
+                );
+                for child in children {
+                    path.push("[*]".into());
+                    self.node(child, path, false);
+                    path.pop();
+                }
+            }
+            None => {}
+        }
+        for branch in [&s.any_of, &s.one_of, &s.all_of].into_iter().flatten() {
+            for child in branch {
+                // The API server allows `anyOf: [{type: integer}, {type: string}]` under
+                // int-or-string; nothing else may carry a type inside a value validation.
+                if int_or_string && child.properties.is_none() && child.type_.is_some() {
+                    continue;
+                }
+                self.node(child, path, true);
+            }
+        }
+        if let Some(not) = &s.not {
+            self.node(not, path, true);
+        }
+    }
+
+    fn list_map(&mut self, s: &JSONSchemaProps, path: &[String]) {
+        let keys = s.x_kubernetes_list_map_keys.clone().unwrap_or_default();
+        if keys.is_empty() {
+            self.push(
+                Severity::Error,
+                "list-map-keys",
+                path.to_vec(),
+                "x-kubernetes-list-type: map without x-kubernetes-list-map-keys".into(),
+            );
+            return;
+        }
+        let Some(JSONSchemaPropsOrArray::Schema(items)) = &s.items else {
+            self.push(
+                Severity::Error,
+                "list-map-keys",
+                path.to_vec(),
+                "x-kubernetes-list-type: map on a schema without items".into(),
+            );
+            return;
+        };
+        let required = items.required.clone().unwrap_or_default();
+        for key in keys {
+            match items.properties.as_ref().and_then(|p| p.get(&key)) {
+                None => self.push(
+                    Severity::Error,
+                    "list-map-keys",
+                    path.to_vec(),
+                    format!("list-map key `{key}` is not a property of the items"),
+                ),
+                Some(prop) => {
+                    if !matches!(
+                        prop.type_.as_deref(),
+                        Some("string" | "integer" | "boolean" | "number")
+                    ) {
+                        self.push(
+                            Severity::Error,
+                            "list-map-keys",
+                            path.to_vec(),
+                            format!("list-map key `{key}` is not a scalar"),
+                        );
+                    }
+                    if !required.contains(&key) && prop.default.is_none() {
+                        self.push(
+                            Severity::Error,
+                            "list-map-keys",
+                            path.to_vec(),
+                            format!("list-map key `{key}` is neither required nor defaulted"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// controller-gen's `maxDescLen`: descriptions longer than `max` are cut at the last word
+/// boundary and end in `...`; `0` drops them.
+pub fn truncate_descriptions(crd: &mut CustomResourceDefinition, max: usize) {
+    fn walk(s: &mut JSONSchemaProps, max: usize) {
+        if let Some(desc) = &s.description {
+            if max == 0 {
+                s.description = None;
+            } else if desc.chars().count() > max {
+                let cut: String = desc.chars().take(max).collect();
+                let shortened = match cut.rfind(char::is_whitespace) {
+                    Some(n) if n > 0 => format!("{}...", &cut[..n]),
+                    _ => format!("{cut}..."),
+                };
+                s.description = Some(shortened);
+            }
+        }
+        for child in s.properties.iter_mut().flat_map(|p| p.values_mut()) {
+            walk(child, max);
+        }
+        if let Some(JSONSchemaPropsOrBool::Schema(child)) = &mut s.additional_properties {
+            walk(child, max);
+        }
+        match &mut s.items {
+            Some(JSONSchemaPropsOrArray::Schema(child)) => walk(child, max),
+            Some(JSONSchemaPropsOrArray::Schemas(children)) => {
+                children.iter_mut().for_each(|c| walk(c, max))
+            }
+            None => {}
+        }
+        for branch in [&mut s.any_of, &mut s.one_of, &mut s.all_of]
+            .into_iter()
+            .flatten()
+        {
+            branch.iter_mut().for_each(|c| walk(c, max));
+        }
+    }
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            walk(schema, max);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd_with(schema: serde_json::Value) -> CustomResourceDefinition {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "xs.example.com"},
+            "spec": {
+                "group": "example.com",
+                "names": {"kind": "X", "plural": "xs"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]
+            }
+        }))
+        .expect("valid CRD")
+    }
+
+    fn rules(schema: serde_json::Value) -> Vec<&'static str> {
+        check(&crd_with(schema))
+            .into_iter()
+            .map(|f| f.rule)
+            .collect()
+    }
+
+    #[test]
+    fn metadata_may_only_restrict_name() {
+        let bad = serde_json::json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+        }});
+        assert!(rules(bad).contains(&"metadata"));
+        let ok = serde_json::json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}}
+        }});
+        assert!(!rules(ok).contains(&"metadata"));
+    }
+
+    #[test]
+    fn value_validations_carry_no_structure() {
+        let bad = serde_json::json!({"type": "object", "properties": {"x": {
+            "type": "string", "anyOf": [{"type": "string", "description": "no"}]
+        }}});
+        assert_eq!(rules(bad), ["value-validation", "value-validation"]);
+        let ok = serde_json::json!({"type": "object", "properties": {"x": {
+            "x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]
+        }}});
+        assert!(rules(ok).is_empty());
+    }
+
+    #[test]
+    fn a_clean_schema_has_no_findings() {
+        let ok = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "n": {"type": "integer", "default": 3},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+        }}}});
+        assert!(check(&crd_with(ok)).is_empty());
+    }
+}

@@ -1,0 +1,144 @@
+//! Maps a path in a generated schema (`spec.containers[*].image`) back to the Rust field that
+//! produced it, so lint findings point into the source.
+
+use std::path::PathBuf;
+
+use proc_macro2::Span;
+use syn::{Fields, GenericArgument, PathArguments, Type, spanned::Spanned};
+
+use super::{
+    attrs,
+    crd::CustomResource,
+    index::{Index, ItemKind},
+    known::Generic,
+    resolve::{Resolved, path_segments},
+};
+
+/// Where a schema path comes from: the deepest field found, else the custom resource.
+pub fn locate(index: &Index, cr: &CustomResource, path: &[String]) -> (PathBuf, Span) {
+    let mut best = (cr.file.clone(), cr.span);
+    let spec_module = index.items[cr.item].module.clone();
+    let (first, rest) = match path.split_first() {
+        Some(split) => split,
+        None => return best,
+    };
+    let mut current: Option<(Type, String)> = match first.as_str() {
+        "spec" => {
+            let name = &index.items[cr.item].name;
+            syn::parse_str::<Type>(name)
+                .ok()
+                .map(|t| (t, spec_module.clone()))
+        }
+        "status" => cr
+            .attrs
+            .status
+            .as_ref()
+            .and_then(|s| syn::parse_str::<Type>(s).ok())
+            .map(|t| (t, spec_module.clone())),
+        _ => None,
+    };
+    for segment in rest {
+        let Some((ty, module)) = current.take() else {
+            break;
+        };
+        let Some((ty, module)) = unwrap(index, &ty, &module, segment) else {
+            break;
+        };
+        if segment.starts_with('[') || segment.starts_with('{') {
+            current = Some((ty, module));
+            continue;
+        }
+        match field_named(index, &ty, &module, segment) {
+            Some((file, span, field_ty, field_module)) => {
+                best = (file, span);
+                current = Some((field_ty, field_module));
+            }
+            None => break,
+        }
+    }
+    best
+}
+
+/// Peels `Option`/`Box`/aliases; for `[*]` the item type, for `{*}` the map value type.
+fn unwrap(index: &Index, ty: &Type, module: &str, segment: &str) -> Option<(Type, String)> {
+    let mut ty = ty.clone();
+    let mut module = module.to_owned();
+    for _ in 0..16 {
+        let Type::Path(p) = &ty else {
+            return Some((ty, module));
+        };
+        let args: Vec<Type> = match &p.path.segments.last()?.arguments {
+            PathArguments::AngleBracketed(a) => a
+                .args
+                .iter()
+                .filter_map(|g| match g {
+                    GenericArgument::Type(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        match index.resolve(&module, &path_segments(&p.path))? {
+            Resolved::External(path) => match Generic::from_path(&path) {
+                Some(Generic::Option | Generic::Transparent) => ty = args.first()?.clone(),
+                Some(Generic::BTreeMap | Generic::HashMap | Generic::IndexMap)
+                    if segment == "{*}" =>
+                {
+                    return args.get(1).cloned().map(|t| (t, module));
+                }
+                Some(_) if segment == "[*]" => return args.first().cloned().map(|t| (t, module)),
+                _ => return Some((ty, module)),
+            },
+            Resolved::Local(item) => match &index.items[item].kind {
+                ItemKind::Alias(alias) => {
+                    module = index.items[item].module.clone();
+                    ty = (*alias.ty).clone();
+                }
+                _ => return Some((ty, module)),
+            },
+        }
+    }
+    None
+}
+
+/// The field of struct `ty` serialized as `name` (looking into flattened fields).
+fn field_named(
+    index: &Index,
+    ty: &Type,
+    module: &str,
+    name: &str,
+) -> Option<(PathBuf, Span, Type, String)> {
+    let Type::Path(p) = ty else { return None };
+    let Resolved::Local(item) = index.resolve(module, &path_segments(&p.path))? else {
+        return None;
+    };
+    let ItemKind::Struct(s) = &index.items[item].kind else {
+        return None;
+    };
+    let item_module = index.items[item].module.clone();
+    let file = index.file(&index.items[item]).to_path_buf();
+    let cattrs = attrs::container_attrs(&s.attrs).ok()?;
+    let Fields::Named(named) = &s.fields else {
+        return None;
+    };
+    for field in &named.named {
+        let fattrs = attrs::field_attrs(&field.attrs).ok()?;
+        let raw = field.ident.as_ref()?.to_string();
+        let raw = raw.strip_prefix("r#").unwrap_or(&raw).to_owned();
+        if fattrs.flatten {
+            if let Some(found) = field_named(index, &field.ty, &item_module, name) {
+                return Some(found);
+            }
+            continue;
+        }
+        let serialized = fattrs
+            .rename
+            .clone()
+            .unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
+        if serialized == name {
+            let ty = fattrs.with.clone().unwrap_or_else(|| field.ty.clone());
+            return Some((file, field.span(), ty, item_module));
+        }
+    }
+    None
+}

@@ -1,0 +1,265 @@
+//! The structural-schema lint, CRD size budgets and `--max-desc-len`: one failing example per
+//! rule, each reported at the Rust field that caused it.
+
+mod support;
+
+use support::{Session, tree};
+
+const HEADER: &str = "use std::collections::BTreeMap;\nuse kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n";
+
+/// A crate whose spec has `fields` (from line 9 of src/lib.rs), plus `extra` items after it.
+fn spec(fields: &str, extra: &str) -> String {
+    format!(
+        "{HEADER}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+         #[kube(group = \"lint.example.com\", version = \"v1\", kind = \"Linty\", namespaced)]\n\
+         pub struct LintySpec {{\n{fields}}}\n{extra}"
+    )
+}
+
+fn manifests(source: &str, lint: &str) -> (support::Run, Session) {
+    let session = Session::new();
+    session.write("src/lib.rs", source);
+    let run = session.kopgen(&[
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "out",
+        &format!("--lint={lint}"),
+    ]);
+    (run, session)
+}
+
+/// Asserts the default lint fails with `expected` in stderr and writes nothing.
+fn fails_with(source: &str, expected: &[&str]) {
+    let session = Session::new();
+    session.write("src/lib.rs", source);
+    let before = tree(session.path());
+    let run = session.kopgen(&["manifests", "--paths", "src", "--output-dir", "out"]);
+    assert_eq!(run.status, 1, "expected a lint error:\n{}", run.stderr);
+    for needle in expected {
+        assert!(
+            run.stderr.contains(needle),
+            "expected {needle:?} in:\n{}",
+            run.stderr
+        );
+    }
+    assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
+    assert!(tree(session.path()) == before);
+}
+
+#[test]
+fn untyped_values_are_errors_at_the_field() {
+    fails_with(
+        &spec("    pub anything: serde_json::Value,\n", ""),
+        &[
+            "error[untyped]",
+            "src/lib.rs:9:5:",
+            "at spec.anything",
+            "x-kubernetes-preserve-unknown-fields",
+        ],
+    );
+}
+
+#[test]
+fn forbidden_keywords_are_errors() {
+    fails_with(
+        &spec("    pub by_port: BTreeMap<u16, String>,\n", ""),
+        &[
+            "error[forbidden-keyword]",
+            "src/lib.rs:9:5:",
+            "`patternProperties` is not allowed",
+        ],
+    );
+    fails_with(
+        &spec("    pub pair: (String, i32),\n", ""),
+        &[
+            "error[forbidden-keyword]",
+            "src/lib.rs:9:5:",
+            "tuple `items`",
+        ],
+    );
+}
+
+#[test]
+fn additional_properties_beside_properties_is_an_error() {
+    fails_with(
+        &spec(
+            "    pub name: String,\n    #[serde(flatten)]\n    pub extra: BTreeMap<String, String>,\n",
+            "",
+        ),
+        &[
+            "error[additional-properties-with-properties]",
+            "mutually exclusive",
+            "at spec)",
+        ],
+    );
+}
+
+#[test]
+fn list_map_keys_must_be_required_scalars() {
+    let item = "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Item { pub name: Option<String>, pub value: i32 }\n";
+    fails_with(
+        &spec(
+            "    #[schemars(extend(\"x-kubernetes-list-type\" = \"map\", \"x-kubernetes-list-map-keys\" = [\"name\"]))]\n    pub items: Vec<Item>,\n",
+            item,
+        ),
+        &[
+            "error[list-map-keys]",
+            "src/lib.rs:9:5:",
+            "`name` is neither required nor defaulted",
+        ],
+    );
+    fails_with(
+        &spec(
+            "    #[schemars(extend(\"x-kubernetes-list-type\" = \"map\", \"x-kubernetes-list-map-keys\" = [\"missing\"]))]\n    pub items: Vec<Item>,\n",
+            item,
+        ),
+        &[
+            "error[list-map-keys]",
+            "`missing` is not a property of the items",
+        ],
+    );
+}
+
+#[test]
+fn defaults_must_match_their_type() {
+    fails_with(
+        &spec(
+            "    #[serde(default = \"three\")]\n    #[schemars(with = \"String\")]\n    pub port: i32,\n",
+            "fn three() -> i32 { 3 }\n",
+        ),
+        &[
+            "error[default-type]",
+            "src/lib.rs:9:5:",
+            "default 3 is not of type string",
+        ],
+    );
+}
+
+#[test]
+fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
+    let source = spec(
+        "    pub empty: Empty,\n",
+        "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Empty {}\n",
+    );
+    let (run, session) = manifests(&source, "error");
+    assert_eq!(
+        run.status, 0,
+        "warnings do not fail by default: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("warning[pruned]: src/lib.rs:9:5:"),
+        "{}",
+        run.stderr
+    );
+    assert!(session.join("out/lint.example.com_linties.yaml").exists());
+    let (run, session) = manifests(&source, "deny");
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(!session.join("out").exists(), "deny writes nothing");
+}
+
+#[test]
+fn lint_modes_warn_and_off() {
+    let source = spec("    pub anything: serde_json::Value,\n", "");
+    let (run, session) = manifests(&source, "warn");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("error[untyped]"),
+        "warn still reports: {}",
+        run.stderr
+    );
+    assert!(
+        session.join("out/lint.example.com_linties.yaml").exists(),
+        "warn still writes"
+    );
+    let (run, _) = manifests(&source, "off");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("untyped"),
+        "off skips the lint: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn size_budgets_and_max_desc_len() {
+    // 600 documented fields of ~500 bytes of description each: about 300 KB.
+    let doc = "A long description of this field that explains far too much. ".repeat(8);
+    let fields: String = (0..600)
+        .map(|i| format!("    /// {doc}\n    pub field_{i}: Option<String>,\n"))
+        .collect();
+    let source = spec(&fields, "");
+    let (run, session) = manifests(&source, "error");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("warning[size]: lint.example.com_linties.yaml is"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("metadata.annotations: Too long"),
+        "{}",
+        run.stderr
+    );
+    let full =
+        std::fs::read_to_string(session.join("out/lint.example.com_linties.yaml")).expect("crd");
+    assert!(full.len() > 262_144);
+
+    let short = session.kopgen(&[
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "short",
+        "--max-desc-len",
+        "40",
+    ]);
+    assert_eq!(short.status, 0, "{}", short.stderr);
+    assert!(!short.stderr.contains("warning[size]"), "{}", short.stderr);
+    let text =
+        std::fs::read_to_string(session.join("short/lint.example.com_linties.yaml")).expect("crd");
+    assert!(
+        text.contains("description: A long description of this field that...\n"),
+        "{}",
+        &text[..2000]
+    );
+    let none = session.kopgen(&[
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "none",
+        "--max-desc-len",
+        "0",
+    ]);
+    assert_eq!(none.status, 0);
+    let text =
+        std::fs::read_to_string(session.join("none/lint.example.com_linties.yaml")).expect("crd");
+    assert!(!text.contains("description:"), "0 drops descriptions");
+}
+
+#[test]
+fn scaffolded_projects_are_lint_clean() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let api = support::run_kopgen(
+        &project,
+        &[
+            "create",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+        ],
+    );
+    assert_eq!(api.status, 0);
+    let run = support::run_kopgen(&project, &["manifests", "--lint=deny"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+}
