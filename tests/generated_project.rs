@@ -41,7 +41,7 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
     let session = Session::new();
     let project = multi_kind_project(&session);
     // The project's own tests compare config/crd/bases with kube-derive's crd().
-    let run = run_kopgen(&project, &["manifests"]);
+    let run = run_kopgen(&project, &["manifests", "--lint=deny"]);
     assert_eq!(run.status, 0, "kopgen manifests failed:\n{}", run.stderr);
     assert_eq!(run_kopgen(&project, &["manifests", "--check"]).status, 0);
     assert_valid_kubernetes_yaml(&project);

@@ -53,7 +53,9 @@ publish = false
 [dependencies]
 k8s-openapi = { version = "0.29", features = ["latest", "schemars"] }
 kube = { version = "5", default-features = false, features = ["derive"] }
-schemars = "1"
+schemars = { version = "1", features = ["chrono04", "jiff02"] }
+chrono = { version = "0.4", features = ["serde"] }
+jiff = { version = "0.2", features = ["serde"] }
 serde = { version = "1", features = ["derive", "rc"] }
 serde_json = "1"
 serde_yaml = "0.9"

@@ -530,8 +530,18 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                     })
                 }
                 "annotation" | "label" => {
-                    out.unsupported.push((key, meta.path.span()));
-                    skip_value(&meta)?;
+                    // `annotation("key", "value")`, one pair per attribute.
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let k: LitStr = content.parse()?;
+                    content.parse::<syn::Token![,]>()?;
+                    let v: LitStr = content.parse()?;
+                    let _ = content.parse::<Option<syn::Token![,]>>()?;
+                    if key == "annotation" {
+                        out.annotations.push((k.value(), v.value()));
+                    } else {
+                        out.labels.push((k.value(), v.value()));
+                    }
                 }
                 "printcolumn" => {
                     if meta.input.peek(syn::Token![=]) {

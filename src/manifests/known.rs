@@ -198,6 +198,26 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         "std::path::PathBuf" | "std::path::Path" => schema_of::<std::path::PathBuf>,
         "std::ffi::OsString" => schema_of::<std::ffi::OsString>,
         "serde_json::Value" | "serde_json::value::Value" => schema_of::<serde_json::Value>,
+        // chrono 0.4 and jiff 0.2, as schemars' `chrono04` and `jiff02` features describe them.
+        "chrono::DateTime" | "chrono::datetime::DateTime" => {
+            schema_of::<chrono::DateTime<chrono::Utc>>
+        }
+        "chrono::NaiveDateTime" | "chrono::naive::NaiveDateTime" => {
+            schema_of::<chrono::NaiveDateTime>
+        }
+        "chrono::NaiveDate" | "chrono::naive::NaiveDate" => schema_of::<chrono::NaiveDate>,
+        "chrono::NaiveTime" | "chrono::naive::NaiveTime" => schema_of::<chrono::NaiveTime>,
+        "jiff::Timestamp" | "k8s_openapi::jiff::Timestamp" => schema_of::<jiff::Timestamp>,
+        "jiff::Zoned" | "k8s_openapi::jiff::Zoned" => schema_of::<jiff::Zoned>,
+        "jiff::Span" | "k8s_openapi::jiff::Span" => schema_of::<jiff::Span>,
+        "jiff::SignedDuration" | "k8s_openapi::jiff::SignedDuration" => {
+            schema_of::<jiff::SignedDuration>
+        }
+        "jiff::civil::Date" | "k8s_openapi::jiff::civil::Date" => schema_of::<jiff::civil::Date>,
+        "jiff::civil::DateTime" | "k8s_openapi::jiff::civil::DateTime" => {
+            schema_of::<jiff::civil::DateTime>
+        }
+        "jiff::civil::Time" | "k8s_openapi::jiff::civil::Time" => schema_of::<jiff::civil::Time>,
         "serde_json::Map" | "serde_json::map::Map" => {
             schema_of::<serde_json::Map<String, serde_json::Value>>
         }
