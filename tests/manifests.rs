@@ -218,4 +218,38 @@ fn errors_point_at_the_rust_source() {
         &format!("{v1}{v2}"),
         &["are both storage versions of E", "storage = false"],
     );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Mixed,\n}}\n#[derive(JsonSchema)]\npub enum Mixed {{ A, B(String) }}\n"
+        ),
+        &[
+            "src/lib.rs:10:10:",
+            "enum `Mixed` mixes unit variants with data variants",
+        ],
+    );
+}
+
+/// Inputs the fuzzer found: each must give an error, never a panic.
+#[test]
+fn fuzz_regressions_are_errors_not_panics() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
+    for entry in std::fs::read_dir(dir).expect("fuzz fixtures") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let session = Session::new();
+        session.write("src/lib.rs", &text);
+        let run = session.kopgen(&["manifests", "--paths", "src", "--stdout"]);
+        assert!(
+            !run.stderr.contains("panicked"),
+            "{}: {}",
+            path.display(),
+            run.stderr
+        );
+        assert!(
+            run.status == 0 || run.status == 1,
+            "{}: status {}",
+            path.display(),
+            run.status
+        );
+    }
 }

@@ -184,7 +184,10 @@ pub fn single_version_crd(
     if root.get("title").is_none() {
         root.insert("title".into(), root_ident.clone().into());
     }
-    builder.apply_transforms(&mut root);
+    builder.apply_transforms(&mut root).map_err(|panic| {
+        SourceError::at(&cr.file, cr.span, format!("kube-derive's crd() would panic on this schema: {panic}"))
+            .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
+    })?;
     let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
         SourceError::at(
             &cr.file,

@@ -70,10 +70,26 @@ impl<'a> Builder<'a> {
     }
 
     /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
-    pub fn apply_transforms(&mut self, schema: &mut Schema) {
-        for transform in self.generator.transforms_mut() {
-            transform.transform(schema);
-        }
+    ///
+    /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
+    /// `crd()` would panic at run time); kopgen turns that into an error message instead.
+    pub fn apply_transforms(&mut self, schema: &mut Schema) -> Result<(), String> {
+        let generator = &mut self.generator;
+        let previous_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for transform in generator.transforms_mut() {
+                transform.transform(schema);
+            }
+        }));
+        std::panic::set_hook(previous_hook);
+        result.map_err(|payload| {
+            payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "unknown panic".into())
+        })
     }
 
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
@@ -616,6 +632,20 @@ impl<'a> Builder<'a> {
             };
             add_container_mutators(&mut schema, &vattrs.meta);
             complex.push(schema);
+        }
+        let has_unit = item
+            .variants
+            .iter()
+            .any(|v| matches!(v.fields, Fields::Unit));
+        let has_data = item
+            .variants
+            .iter()
+            .any(|v| !matches!(v.fields, Fields::Unit));
+        if !cattrs.untagged && has_unit && has_data {
+            return Err(SourceError::at(file, item.ident.span(), format!(
+                "enum `{}` mixes unit variants with data variants", item.ident
+            ))
+            .help("kube-derive's structural rewriting panics on it at run time; make the unit variants struct variants (`Variant {}`), or split the enum"));
         }
         let unit_schema = || {
             Schema::from(
