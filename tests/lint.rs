@@ -138,6 +138,27 @@ fn defaults_must_match_their_type() {
 }
 
 #[test]
+fn cel_rules_must_parse() {
+    let rules = "    #[schemars(extend(\"x-kubernetes-validations\" = [{\"rule\": \"self.min <= self.max\"}, {\"rule\": \"self.min <=\", \"message\": \"bad\"}]))]\n    pub range: Range,\n";
+    let range = "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Range { pub min: i32, pub max: i32 }\n";
+    fails_with(
+        &spec(rules, range),
+        &[
+            "error[cel]",
+            "src/lib.rs:9:5:",
+            "CEL rule `self.min <=` does not parse",
+            "at spec.range",
+        ],
+    );
+    let good = "    #[schemars(extend(\"x-kubernetes-validations\" = [{\"rule\": \"self.min <= self.max\", \"message\": \"min above max\"}]))]\n    pub range: Range,\n";
+    let (run, session) = manifests(&spec(good, range), "deny");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let crd =
+        std::fs::read_to_string(session.join("out/lint.example.com_linties.yaml")).expect("crd");
+    assert!(crd.contains("x-kubernetes-validations:\n                - message: min above max\n                  rule: self.min <= self.max\n"), "{crd}");
+}
+
+#[test]
 fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
     let source = spec(
         "    pub empty: Empty,\n",

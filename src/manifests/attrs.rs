@@ -318,18 +318,17 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "extend" => {
             let content;
             syn::parenthesized!(content in meta.input);
-            let pairs = content.parse_terminated(
-                |input| {
-                    let key: LitStr = input.parse()?;
-                    input.parse::<syn::Token![=]>()?;
-                    let value: Expr = input.parse()?;
-                    Ok((key, value))
-                },
-                syn::Token![,],
-            )?;
-            for (key, value) in pairs {
-                let json = expr_to_json(&value).ok_or_else(|| {
-                    syn::Error::new(value.span(), "kopgen folds only literal values in `extend` (strings, numbers, booleans, arrays)")
+            while !content.is_empty() {
+                let key: LitStr = content.parse()?;
+                content.parse::<syn::Token![=]>()?;
+                // The value is `json!` syntax (objects included), up to the next top-level comma.
+                let mut tokens = Vec::new();
+                while !content.is_empty() && !content.peek(syn::Token![,]) {
+                    tokens.push(content.parse::<proc_macro2::TokenTree>()?);
+                }
+                let _ = content.parse::<Option<syn::Token![,]>>()?;
+                let json = json_tokens(&tokens).ok_or_else(|| {
+                    syn::Error::new(key.span(), "kopgen folds only literal JSON in `extend` (strings, numbers, booleans, null, arrays, objects)")
                 })?;
                 out.extend.push((key.value(), json));
             }
@@ -434,6 +433,69 @@ fn expr_string(expr: &Expr) -> String {
 fn quote_expr(expr: &Expr) -> String {
     use quote::ToTokens;
     expr.to_token_stream().to_string()
+}
+
+/// Folds `json!`-style tokens (literals, `null`, `true`/`false`, `[..]`, `{"k": v, ..}`, `-n`).
+pub fn json_tokens(tokens: &[proc_macro2::TokenTree]) -> Option<serde_json::Value> {
+    use proc_macro2::{Delimiter, TokenTree};
+    use serde_json::Value;
+    match tokens {
+        [TokenTree::Ident(i)] => match i.to_string().as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            "null" => Some(Value::Null),
+            _ => None,
+        },
+        [TokenTree::Literal(_)] | [TokenTree::Punct(_), TokenTree::Literal(_)] => {
+            let text: proc_macro2::TokenStream = tokens.iter().cloned().collect();
+            expr_to_json(&syn::parse2::<Expr>(text).ok()?)
+        }
+        [TokenTree::Group(g)] if g.delimiter() == Delimiter::Bracket => {
+            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+            split_commas(&inner)
+                .into_iter()
+                .map(json_tokens)
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Array)
+        }
+        [TokenTree::Group(g)] if g.delimiter() == Delimiter::Brace => {
+            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+            let mut object = serde_json::Map::new();
+            for entry in split_commas(&inner) {
+                let colon = entry
+                    .iter()
+                    .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ':'))?;
+                let key = match json_tokens(&entry[..colon])? {
+                    Value::String(k) => k,
+                    _ => return None,
+                };
+                object.insert(key, json_tokens(&entry[colon + 1..])?);
+            }
+            Some(Value::Object(object))
+        }
+        [TokenTree::Group(g)]
+            if g.delimiter() == Delimiter::None || g.delimiter() == Delimiter::Parenthesis =>
+        {
+            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+            json_tokens(&inner)
+        }
+        _ => None,
+    }
+}
+
+fn split_commas(tokens: &[proc_macro2::TokenTree]) -> Vec<&[proc_macro2::TokenTree]> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        if matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+            parts.push(&tokens[start..i]);
+            start = i + 1;
+        }
+    }
+    if start < tokens.len() {
+        parts.push(&tokens[start..]);
+    }
+    parts
 }
 
 /// Folds a literal Rust expression (as `json!` would read it) into JSON.

@@ -45,3 +45,19 @@ pub enum ManifestError {
     #[error("{0}")]
     Other(String),
 }
+
+/// Runs `f`, turning a panic inside a dependency (kube-core's schema rewriting, the CEL parser)
+/// into an error message, without printing the panic: kopgen never panics on any input.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(previous_hook);
+    result.map_err(|payload| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "unknown panic".into())
+    })
+}

@@ -64,6 +64,11 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "use an untagged enum of scalars or a struct with optional fields",
     ),
     (
+        "cel",
+        "`x-kubernetes-validations` rules are CEL expressions that parse",
+        "fix the rule's syntax (see the CEL language definition)",
+    ),
+    (
         "pruned",
         "(warning) an object with no properties, no additionalProperties and no preserve-unknown-fields keeps no data",
         "type the field, or preserve unknown fields explicitly",
@@ -202,6 +207,23 @@ impl Ctx<'_> {
                     "default-type",
                     path.clone(),
                     format!("default {} is not of type {ty}", default.0),
+                );
+            }
+        }
+        for rule in s.x_kubernetes_validations.iter().flatten() {
+            let parsed = super::error::catch_panic(|| {
+                cel_parser::Parser::new()
+                    .parse(&rule.rule)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            });
+            if let Err(error) = parsed.and_then(|result| result) {
+                let first = error.lines().next().unwrap_or_default().to_owned();
+                self.push(
+                    Severity::Error,
+                    "cel",
+                    path.clone(),
+                    format!("CEL rule `{}` does not parse: {first}", rule.rule),
                 );
             }
         }

@@ -75,20 +75,10 @@ impl<'a> Builder<'a> {
     /// `crd()` would panic at run time); kopgen turns that into an error message instead.
     pub fn apply_transforms(&mut self, schema: &mut Schema) -> Result<(), String> {
         let generator = &mut self.generator;
-        let previous_hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        super::error::catch_panic(|| {
             for transform in generator.transforms_mut() {
                 transform.transform(schema);
             }
-        }));
-        std::panic::set_hook(previous_hook);
-        result.map_err(|payload| {
-            payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "unknown panic".into())
         })
     }
 
