@@ -267,10 +267,14 @@ pub fn module_name(s: &str) -> String {
     }
 }
 
-/// kube-derive's plural rule, copied from `kube-derive` 5 `to_plural` so that the CRD name
-/// we scaffold matches the one `crd()` generates from the lowercased kind.
+/// kube-derive's plural rule for a kind: its `to_plural` applied to the lowercased kind, so
+/// the CRD name we scaffold matches the one `crd()` generates.
 pub fn kube_plural(kind: &str) -> String {
-    let word = kind.to_ascii_lowercase();
+    plural_of(&kind.to_ascii_lowercase())
+}
+
+/// kube-derive 5's `to_plural`, applied as-is (kube-derive uses it on `singular` too).
+pub fn plural_of(word: &str) -> String {
     if word.ends_with('s')
         || word.ends_with('x')
         || word.ends_with('z')

@@ -55,29 +55,8 @@ impl CustomResource {
         self.attrs
             .plural
             .clone()
-            .unwrap_or_else(|| to_plural(&self.singular()))
+            .unwrap_or_else(|| crate::names::plural_of(&self.singular()))
     }
-}
-
-/// kube-derive 5's `to_plural`.
-fn to_plural(word: &str) -> String {
-    if word.ends_with('s')
-        || word.ends_with('x')
-        || word.ends_with('z')
-        || word.ends_with("ch")
-        || word.ends_with("sh")
-    {
-        return format!("{word}es");
-    }
-    if word.ends_with('y')
-        && let Some(c) = word.chars().nth(word.len().saturating_sub(2))
-        && !matches!(c, 'a' | 'e' | 'i' | 'o' | 'u')
-    {
-        let mut chars = word.chars();
-        chars.next_back();
-        return format!("{}ies", chars.as_str());
-    }
-    format!("{word}s")
 }
 
 /// The CRD of one version of one kind, as `<Kind>::crd()` returns it.
@@ -331,12 +310,5 @@ mod tests {
                 "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"
             ]
         );
-    }
-
-    #[test]
-    fn plural_rule() {
-        assert_eq!(to_plural("policy"), "policies");
-        assert_eq!(to_plural("gateway"), "gateways");
-        assert_eq!(to_plural("box"), "boxes");
     }
 }

@@ -397,29 +397,14 @@ impl<'a> Builder<'a> {
                 add_field_mutators(&mut built, &fattrs);
                 built
             }
-            Fields::Unnamed(unnamed) => {
-                let mut items = Vec::new();
-                for field in &unnamed.unnamed {
-                    items.push(
-                        self.type_schema(
-                            file,
-                            &Scoped {
-                                ty: &field.ty,
-                                module,
-                                env,
-                            },
-                        )?
-                        .schema,
-                    );
-                }
-                known::tuple_schema(&mut self.generator, items).ok_or_else(|| {
-                    SourceError::at(
-                        file,
-                        item.span(),
-                        "tuple structs of more than 6 fields are not supported",
-                    )
-                })?
-            }
+            Fields::Unnamed(unnamed) => self.tuple_schema(
+                file,
+                module,
+                &unnamed.unnamed,
+                env,
+                item.span(),
+                "tuple structs",
+            )?,
             Fields::Unit => json_schema_null(),
         };
         add_container_mutators(&mut schema, &cattrs.meta);
@@ -551,6 +536,40 @@ impl<'a> Builder<'a> {
             insert_property(&mut schema, &name, optional, field_schema);
         }
         Ok(schema)
+    }
+
+    /// The schema of positional fields, via schemars' tuple impls.
+    fn tuple_schema<'f>(
+        &mut self,
+        file: &Path,
+        module: &str,
+        fields: impl IntoIterator<Item = &'f syn::Field>,
+        env: &Env,
+        span: proc_macro2::Span,
+        what: &str,
+    ) -> Result<Schema, SourceError> {
+        let mut items = Vec::new();
+        for field in fields {
+            items.push(
+                self.type_schema(
+                    file,
+                    &Scoped {
+                        ty: &field.ty,
+                        module,
+                        env,
+                    },
+                )?
+                .schema,
+            );
+        }
+        known::tuple_schema(&mut self.generator, items).ok_or_else(|| {
+            SourceError::at(
+                file,
+                span,
+                format!("{what} of more than 6 fields are not supported"),
+            )
+            .help("use named fields")
+        })
     }
 
     pub fn enum_schema(
@@ -691,29 +710,14 @@ impl<'a> Builder<'a> {
                 add_field_mutators(&mut schema, &fattrs);
                 Ok(schema)
             }
-            Fields::Unnamed(f) => {
-                let mut items = Vec::new();
-                for field in &f.unnamed {
-                    items.push(
-                        self.type_schema(
-                            file,
-                            &Scoped {
-                                ty: &field.ty,
-                                module,
-                                env,
-                            },
-                        )?
-                        .schema,
-                    );
-                }
-                known::tuple_schema(&mut self.generator, items).ok_or_else(|| {
-                    SourceError::at(
-                        file,
-                        variant.span(),
-                        "tuple variants of more than 6 fields are not supported",
-                    )
-                })
-            }
+            Fields::Unnamed(f) => self.tuple_schema(
+                file,
+                module,
+                &f.unnamed,
+                env,
+                variant.span(),
+                "tuple variants",
+            ),
             Fields::Named(named) => {
                 let rule = if vattrs.rename_all != RenameRule::None {
                     vattrs.rename_all

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kopgen::manifests::{discover::Source, generate_from_sources};
+use kopgen::manifests::{Options, discover::Source, generate_with};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
         module: "crate".into(),
         text: text.to_owned(),
     }];
-    let _ = generate_from_sources(&sources);
+    let options = Options { lint: true, max_desc_len: Some(40) };
+    let _ = generate_with(&sources, &options);
     let _ = kopgen::rbac::parse_markers(Path::new("src/lib.rs"), text);
 });
