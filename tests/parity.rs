@@ -55,6 +55,8 @@ k8s-openapi = { version = "0.29", features = ["latest", "schemars"] }
 kube = { version = "5", default-features = false, features = ["derive"] }
 schemars = { version = "1", features = ["chrono04", "jiff02"] }
 chrono = { version = "0.4", features = ["serde"] }
+garde = { version = "0.23", features = ["derive", "email", "url", "regex"] }
+validator = { version = "0.21", features = ["derive"] }
 jiff = { version = "0.2", features = ["serde"] }
 serde = { version = "1", features = ["derive", "rc"] }
 serde_json = "1"

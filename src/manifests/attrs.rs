@@ -18,6 +18,15 @@ pub struct PrintColumn {
     pub type_: String,
 }
 
+/// `#[kube(scale(...))]` or its JSON string form: the scale subresource.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Scale {
+    pub label_selector_path: Option<String>,
+    pub spec_replicas_path: String,
+    pub status_replicas_path: String,
+}
+
 /// Every `#[kube(...)]` key of kube-derive 5.
 #[derive(Debug, Clone, Default)]
 pub struct KubeAttrs {
@@ -42,6 +51,7 @@ pub struct KubeAttrs {
     /// `Some(None)`: deprecated without a warning; `Some(Some(w))`: with warning `w`.
     pub deprecated: Option<Option<String>>,
     pub schema: Option<String>,
+    pub scale: Option<Scale>,
     /// Keys kopgen parses but cannot yet fold statically, with their location.
     pub unsupported: Vec<(String, Span)>,
 }
@@ -167,6 +177,8 @@ pub struct ContainerAttrs {
     pub untagged: bool,
     pub transparent: bool,
     pub skip: bool,
+    /// `#[serde(from = "T")]` / `try_from`: deserialized through `T`, so `T`'s schema.
+    pub from: Option<syn::Type>,
     pub meta: Metadata,
 }
 
@@ -182,6 +194,8 @@ pub struct FieldAttrs {
     pub required: bool,
     /// `#[schemars(with = "Type")]`: the schema of another type.
     pub with: Option<syn::Type>,
+    /// `#[schemars(schema_with = "f")]`: `f`'s schema, folded when its body is a `json_schema!` literal.
+    pub schema_with: Option<syn::Path>,
     pub meta: Metadata,
 }
 
@@ -227,6 +241,7 @@ impl Default for ContainerAttrs {
             untagged: false,
             transparent: false,
             skip: false,
+            from: None,
             meta: Metadata::default(),
         }
     }
@@ -243,6 +258,7 @@ impl Default for FieldAttrs {
             flatten: false,
             required: false,
             with: None,
+            schema_with: None,
             meta: Metadata::default(),
         }
     }
@@ -409,7 +425,7 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "ip" => out.validations.push(Validation::Format("ip")),
         "ipv4" => out.validations.push(Validation::Format("ipv4")),
         "ipv6" => out.validations.push(Validation::Format("ipv6")),
-        "example" | "schema_with" | "transform" | "inner" | "crate" | "bound" => {
+        "example" | "transform" | "inner" | "crate" | "bound" => {
             if name != "crate" && name != "bound" {
                 out.unsupported.push((name, meta.path.span()));
             }
@@ -637,7 +653,33 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                         out.printcolumns.push(column);
                     }
                 }
-                "attr" | "crates" | "scale" | "validation" | "cel" | "no_spec" => {
+                "scale" => {
+                    if meta.input.peek(syn::Token![=]) {
+                        let json = string_value(&meta)?;
+                        out.scale =
+                            Some(serde_json::from_str(&json).map_err(|e| {
+                                meta.error(format!("scale is not valid JSON: {e}"))
+                            })?);
+                    } else {
+                        let mut scale = Scale::default();
+                        meta.parse_nested_meta(|inner| {
+                            let value = string_value(&inner)?;
+                            match path_name(&inner.path).as_str() {
+                                "spec_replicas_path" => scale.spec_replicas_path = value,
+                                "status_replicas_path" => scale.status_replicas_path = value,
+                                "label_selector_path" => scale.label_selector_path = Some(value),
+                                other => {
+                                    return Err(
+                                        inner.error(format!("unknown scale field `{other}`"))
+                                    );
+                                }
+                            }
+                            Ok(())
+                        })?;
+                        out.scale = Some(scale);
+                    }
+                }
+                "attr" | "crates" | "validation" | "cel" | "no_spec" => {
                     if !matches!(key.as_str(), "attr" | "crates") {
                         out.unsupported.push((key, meta.path.span()));
                     }
@@ -708,7 +750,12 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
                     out.skip = true;
                     skip_value(&meta)?;
                 }
-                "from" | "try_from" | "into" | "remote" | "with" => {
+                "from" | "try_from" => out.from = Some(syn::parse_str(&string_value(&meta)?)?),
+                "into" => {
+                    // Serialization only: kube-derive's schema describes deserialization.
+                    skip_value(&meta)?;
+                }
+                "remote" | "with" => {
                     out.meta.unsupported.push((key, meta.path.span()));
                     skip_value(&meta)?;
                 }
@@ -730,6 +777,43 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
         },
         ..FieldAttrs::default()
     };
+    for attr in attrs
+        .iter()
+        .filter(|a| a.path().is_ident("validate") || a.path().is_ident("garde"))
+    {
+        // schemars reads the validation keys of validator's and garde's attributes too.
+        attr.parse_nested_meta(|meta| {
+            let key = path_name(&meta.path);
+            match key.as_str() {
+                "required" => out.required = true,
+                "length" | "range" | "email" | "url" | "ip" | "ipv4" | "ipv6" | "contains" => {
+                    parse_metadata(&meta, &mut out.meta)?;
+                }
+                "pattern" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let value: Expr = content.parse()?;
+                    match expr_to_json(&value) {
+                        Some(serde_json::Value::String(p)) => {
+                            out.meta.validations.push(Validation::Pattern(p))
+                        }
+                        _ => out
+                            .meta
+                            .unsupported
+                            .push(("garde(pattern)".into(), meta.path.span())),
+                    }
+                }
+                "regex" => {
+                    out.meta
+                        .unsupported
+                        .push(("validate(regex)".into(), meta.path.span()));
+                    skip_value(&meta)?;
+                }
+                _ => skip_value(&meta)?,
+            }
+            Ok(())
+        })?;
+    }
     for attr in attrs
         .iter()
         .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
@@ -765,6 +849,9 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
                 "flatten" => out.flatten = true,
                 "required" if is_schemars => out.required = true,
                 "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(&meta)?)?),
+                "schema_with" if is_schemars => {
+                    out.schema_with = Some(syn::parse_str(&string_value(&meta)?)?)
+                }
                 "with" | "serialize_with" | "deserialize_with" | "getter" => {
                     out.meta
                         .unsupported

@@ -6,8 +6,9 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
-    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
-    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps, SelectableField,
+    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
+    CustomResourceSubresourceStatus, CustomResourceSubresources, CustomResourceValidation,
+    JSONSchemaProps, SelectableField,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proc_macro2::Span;
@@ -215,7 +216,15 @@ pub fn single_version_crd(
         .status
         .as_ref()
         .map(|_| CustomResourceSubresources {
-            scale: None,
+            scale: cr
+                .attrs
+                .scale
+                .as_ref()
+                .map(|s| CustomResourceSubresourceScale {
+                    label_selector_path: s.label_selector_path.clone(),
+                    spec_replicas_path: s.spec_replicas_path.clone(),
+                    status_replicas_path: s.status_replicas_path.clone(),
+                }),
             status: Some(CustomResourceSubresourceStatus(json!({}))),
         });
     let (deprecated, deprecation_warning) = match &cr.attrs.deprecated {

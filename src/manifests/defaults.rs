@@ -51,6 +51,44 @@ pub fn field_default(
     Ok(Some(value))
 }
 
+/// The schema a `#[schemars(schema_with = "f")]` function returns, when its body is a
+/// `json_schema!({...})` literal (schemars runs the function; kopgen folds the literal).
+pub fn schema_with(
+    index: &Index,
+    file: &Path,
+    module: &str,
+    function: &syn::Path,
+) -> Result<schemars::Schema, SourceError> {
+    let unfoldable = |span: proc_macro2::Span| {
+        SourceError::at(file, span, format!("cannot fold `schema_with = \"{}\"` statically", quote_path(function)))
+            .help("make the function's body a single `json_schema!({ ... })` literal, or use `#[schemars(with = \"Type\")]`")
+    };
+    let Some(Resolved::Local(item)) = index.resolve(module, &path_segments(function)) else {
+        return Err(unfoldable(function.span()));
+    };
+    let ItemKind::Fn(f) = &index.items[item].kind else {
+        return Err(unfoldable(function.span()));
+    };
+    let item_file = index.file(&index.items[item]).to_path_buf();
+    let Some(Expr::Macro(m)) = tail_expr(&f.block) else {
+        return Err(unfoldable(function.span()).with_location(&item_file, f.sig.ident.span()));
+    };
+    if m.mac
+        .path
+        .segments
+        .last()
+        .is_none_or(|s| s.ident != "json_schema")
+    {
+        return Err(unfoldable(function.span()).with_location(&item_file, m.mac.path.span()));
+    }
+    let tokens: Vec<proc_macro2::TokenTree> = m.mac.tokens.clone().into_iter().collect();
+    match attrs::json_tokens(&tokens) {
+        Some(Value::Object(object)) => Ok(schemars::Schema::from(object)),
+        Some(Value::Bool(b)) => Ok(schemars::Schema::from(b)),
+        _ => Err(unfoldable(function.span()).with_location(&item_file, m.mac.path.span())),
+    }
+}
+
 /// Evaluates a `skip_serializing_if` predicate on a folded value.
 fn skips(file: &Path, predicate: &syn::Path, value: &Value) -> Result<bool, SourceError> {
     let name = predicate

@@ -28,6 +28,15 @@ impl SourceError {
         }
     }
 
+    /// Moves the error to another place (e.g. the function a field refers to).
+    pub fn with_location(mut self, file: &Path, span: Span) -> Self {
+        let start = span.start();
+        self.file = file.to_path_buf();
+        self.line = start.line;
+        self.column = start.column + 1;
+        self
+    }
+
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self

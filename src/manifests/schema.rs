@@ -364,6 +364,20 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         report_unsupported(file, &cattrs.meta)?;
+        if let Some(from) = &cattrs.from {
+            let mut schema = self
+                .type_schema(
+                    file,
+                    &Scoped {
+                        ty: from,
+                        module,
+                        env,
+                    },
+                )?
+                .schema;
+            add_container_mutators(&mut schema, &cattrs.meta);
+            return Ok(schema);
+        }
         let mut schema = match &item.fields {
             Fields::Named(named) if !cattrs.transparent => self.named_fields(
                 file,
@@ -419,6 +433,13 @@ impl<'a> Builder<'a> {
         fattrs: &FieldAttrs,
         env: &Env,
     ) -> Result<Built, SourceError> {
+        if let Some(function) = &fattrs.schema_with {
+            let schema = super::defaults::schema_with(self.index, file, module, function)?;
+            return Ok(Built {
+                schema,
+                is_option: false,
+            });
+        }
         let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
         let built = self.type_schema(file, &Scoped { ty, module, env })?;
         if fattrs.required && built.is_option {
@@ -581,6 +602,20 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         report_unsupported(file, &cattrs.meta)?;
+        if let Some(from) = &cattrs.from {
+            let mut schema = self
+                .type_schema(
+                    file,
+                    &Scoped {
+                        ty: from,
+                        module,
+                        env,
+                    },
+                )?
+                .schema;
+            add_container_mutators(&mut schema, &cattrs.meta);
+            return Ok(schema);
+        }
         if item.variants.is_empty() {
             return Ok(Schema::from(false));
         }
