@@ -52,6 +52,8 @@ pub struct KubeAttrs {
     pub deprecated: Option<Option<String>>,
     pub schema: Option<String>,
     pub scale: Option<Scale>,
+    /// `#[kube(validation = ...)]`: CEL rules on the root object.
+    pub validations: Vec<Expr>,
     /// Keys kopgen parses but cannot yet fold statically, with their location.
     pub unsupported: Vec<(String, Span)>,
 }
@@ -179,6 +181,9 @@ pub struct ContainerAttrs {
     pub skip: bool,
     /// `#[serde(from = "T")]` / `try_from`: deserialized through `T`, so `T`'s schema.
     pub from: Option<syn::Type>,
+    /// `#[derive(KubeSchema)]` re-derives the struct keeping only serde, schemars, doc and
+    /// validate attributes: garde's are ignored there.
+    pub kube_schema: bool,
     pub meta: Metadata,
 }
 
@@ -209,6 +214,10 @@ pub struct Metadata {
     pub deprecated: bool,
     pub extend: Vec<(String, serde_json::Value)>,
     pub validations: Vec<Validation>,
+    /// `#[x_kube(validation = ...)]` rules, as written.
+    pub x_kube_rules: Vec<Expr>,
+    /// `#[x_kube(merge_strategy = ...)]`, as written.
+    pub x_kube_merge: Option<Expr>,
     pub unsupported: Vec<(String, Span)>,
 }
 
@@ -242,6 +251,7 @@ impl Default for ContainerAttrs {
             transparent: false,
             skip: false,
             from: None,
+            kube_schema: false,
             meta: Metadata::default(),
         }
     }
@@ -559,6 +569,21 @@ pub fn expr_to_json(expr: &Expr) -> Option<serde_json::Value> {
     }
 }
 
+/// Parses `#[x_kube(validation = .., merge_strategy = ..)]` of `#[derive(KubeSchema)]`.
+fn parse_x_kube(attrs: &[Attribute], meta_out: &mut Metadata) -> syn::Result<()> {
+    for attr in attrs.iter().filter(|a| a.path().is_ident("x_kube")) {
+        attr.parse_nested_meta(|meta| {
+            match path_name(&meta.path).as_str() {
+                "validation" => meta_out.x_kube_rules.push(meta.value()?.parse()?),
+                "merge_strategy" => meta_out.x_kube_merge = Some(meta.value()?.parse()?),
+                _ => skip_value(&meta)?,
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 /// Parses `#[kube(...)]` attributes.
 pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
     let mut out = KubeAttrs::default();
@@ -679,7 +704,12 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                         out.scale = Some(scale);
                     }
                 }
-                "attr" | "crates" | "validation" | "cel" | "no_spec" => {
+                "validation" => out.validations.push(meta.value()?.parse()?),
+                "cel" => {
+                    // Generates a client-side validation method; the CRD is unchanged.
+                    skip_value(&meta)?;
+                }
+                "attr" | "crates" | "no_spec" => {
                     if !matches!(key.as_str(), "attr" | "crates") {
                         out.unsupported.push((key, meta.path.span()));
                     }
@@ -764,6 +794,7 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
             Ok(())
         })?;
     }
+    parse_x_kube(attrs, &mut out.meta)?;
     Ok(out)
 }
 
@@ -863,6 +894,7 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
             Ok(())
         })?;
     }
+    parse_x_kube(attrs, &mut out.meta)?;
     Ok(out)
 }
 

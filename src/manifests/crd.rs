@@ -146,6 +146,11 @@ pub fn single_version_crd(
     let _ = &mut required;
     root.insert("properties".into(), Value::Object(properties));
     root.insert("required".into(), Value::Array(required));
+    // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.
+    let root_rules = super::attrs::Metadata {
+        x_kube_rules: cr.attrs.validations.clone(),
+        ..Default::default()
+    };
     let root_ident = cr.attrs.root.clone().unwrap_or_else(|| kind.clone());
     let doc = cr.attrs.doc.clone().unwrap_or_else(|| {
         format!(
@@ -161,6 +166,7 @@ pub fn single_version_crd(
     if !description.is_empty() {
         root.insert("description".into(), description.into());
     }
+    super::schema::apply_x_kube(&cr.file, &mut root, &root_rules)?;
     if root.get("title").is_none() {
         root.insert("title".into(), root_ident.clone().into());
     }

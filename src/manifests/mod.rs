@@ -6,6 +6,7 @@
 //! folded statically), and [`crd`] assembles and merges the CRDs as kube-derive does.
 
 pub mod attrs;
+pub mod cel;
 pub mod crd;
 pub mod defaults;
 pub mod discover;

@@ -362,7 +362,8 @@ impl<'a> Builder<'a> {
         item: &syn::ItemStruct,
         env: &Env,
     ) -> Result<Schema, SourceError> {
-        let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        let mut cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        cattrs.kube_schema = attrs::derives(&item.attrs, "KubeSchema");
         report_unsupported(file, &cattrs.meta)?;
         if let Some(from) = &cattrs.from {
             let mut schema = self
@@ -422,6 +423,7 @@ impl<'a> Builder<'a> {
             Fields::Unit => json_schema_null(),
         };
         add_container_mutators(&mut schema, &cattrs.meta);
+        apply_x_kube(file, &mut schema, &cattrs.meta)?;
         Ok(schema)
     }
 
@@ -493,7 +495,19 @@ impl<'a> Builder<'a> {
             other => Some(other.clone()),
         };
         for field in fields {
-            let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+            let kept: Vec<syn::Attribute>;
+            let field_attrs = if cattrs.kube_schema {
+                kept = field
+                    .attrs
+                    .iter()
+                    .filter(|a| !a.path().is_ident("garde"))
+                    .cloned()
+                    .collect();
+                &kept
+            } else {
+                &field.attrs
+            };
+            let fattrs = attrs::field_attrs(field_attrs).map_err(|e| syn_error(file, e))?;
             report_unsupported(file, &fattrs.meta)?;
             // kube-derive's schema describes deserialization (schemars' default contract).
             if fattrs.skip_deserializing {
@@ -550,6 +564,7 @@ impl<'a> Builder<'a> {
             for (key, value) in &fattrs.meta.extend {
                 field_schema.insert(key.clone(), value.clone());
             }
+            apply_x_kube(file, &mut field_schema, &fattrs.meta)?;
             let has_default = container_default.is_some() || fattrs.default != DefaultAttr::None;
             // Deserialize contract (kube-derive's): optional when it has a default, or is an
             // Option that is not marked required.
@@ -767,6 +782,31 @@ impl<'a> Builder<'a> {
             }
         }
     }
+}
+
+/// `#[x_kube(validation, merge_strategy)]`, applied with kube-core's own functions as
+/// `#[derive(KubeSchema)]` does.
+pub fn apply_x_kube(file: &Path, schema: &mut Schema, meta: &Metadata) -> Result<(), SourceError> {
+    let unfoldable = |expr: &syn::Expr, what: &str| {
+        SourceError::at(file, expr.span(), format!("cannot fold this {what} statically"))
+            .help("write a string literal, a (rule, message) pair, or Rule::new(\"..\") with .message/.reason/.field_path; merge strategies as ListMerge::Map(vec![\"key\".into()]) and the like")
+    };
+    for expr in &meta.x_kube_rules {
+        let rule =
+            super::cel::fold_rule(expr).ok_or_else(|| unfoldable(expr, "validation rule"))?;
+        kube_core::validate(schema, rule)
+            .map_err(|e| SourceError::at(file, expr.span(), e.to_string()))?;
+    }
+    if let Some(expr) = &meta.x_kube_merge {
+        let strategy = super::cel::fold_merge_strategy(expr)
+            .ok_or_else(|| unfoldable(expr, "merge strategy"))?;
+        let mut value = schema.clone().to_value();
+        kube_core::merge_strategy(&mut value, strategy)
+            .map_err(|e| SourceError::at(file, expr.span(), e.to_string()))?;
+        *schema = Schema::try_from(value)
+            .map_err(|e| SourceError::at(file, expr.span(), e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// A stable key for generic arguments: each parameter's type, as written, and its module.
