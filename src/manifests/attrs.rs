@@ -212,6 +212,8 @@ pub struct Metadata {
     pub title: Option<String>,
     pub description: Option<String>,
     pub deprecated: bool,
+    /// `#[schemars(example = ...)]` values, folded.
+    pub examples: Vec<serde_json::Value>,
     pub extend: Vec<(String, serde_json::Value)>,
     pub validations: Vec<Validation>,
     /// `#[x_kube(validation = ...)]` rules, as written.
@@ -435,7 +437,23 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "ip" => out.validations.push(Validation::Format("ip")),
         "ipv4" => out.validations.push(Validation::Format("ipv4")),
         "ipv6" => out.validations.push(Validation::Format("ipv6")),
-        "example" | "transform" | "inner" | "crate" | "bound" => {
+        "example" => {
+            let value: Expr = meta.value()?.parse()?;
+            if let Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) = &value
+                && syn::parse_str::<syn::Path>(&s.value()).is_ok()
+            {
+                return Err(meta.error(
+                    "schemars rejects string examples that look like function paths; write `example = f()` or another value",
+                ));
+            }
+            match expr_to_json(&value) {
+                Some(json) => out.examples.push(json),
+                None => out.unsupported.push((name, meta.path.span())),
+            }
+        }
+        "transform" | "inner" | "crate" | "bound" => {
             if name != "crate" && name != "bound" {
                 out.unsupported.push((name, meta.path.span()));
             }

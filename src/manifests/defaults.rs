@@ -196,12 +196,24 @@ impl Folder<'_> {
 
     /// `Default::default()` of a local struct deriving `Default`, or of an enum's `#[default]` unit variant.
     fn item_default(&self, file: &Path, item_index: usize) -> Result<Value, SourceError> {
+        self.struct_value(file, item_index, &std::collections::HashMap::new(), true)
+    }
+
+    /// A local struct serialized by serde: `given` fields as folded, the others from their
+    /// types' defaults (`..Default::default()`, or the derived `Default` when `all_default`).
+    fn struct_value(
+        &self,
+        file: &Path,
+        item_index: usize,
+        given: &std::collections::HashMap<String, Value>,
+        all_default: bool,
+    ) -> Result<Value, SourceError> {
         let item = &self.index.items[item_index];
         let item_file = self.index.file(item).to_path_buf();
         let module = item.module.clone();
         match &item.kind {
             ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
-            ItemKind::Struct(s) if attrs::derives(&s.attrs, "Default") => {
+            ItemKind::Struct(s) if !all_default || attrs::derives(&s.attrs, "Default") => {
                 let cattrs = attrs::container_attrs(&s.attrs)
                     .map_err(|e| super::schema::syn_error(&item_file, e))?;
                 match &s.fields {
@@ -213,7 +225,15 @@ impl Folder<'_> {
                             if fattrs.skip_serializing {
                                 continue;
                             }
-                            let value = self.type_default(&item_file, &module, &field.ty)?;
+                            let ident = field
+                                .ident
+                                .as_ref()
+                                .map(ToString::to_string)
+                                .unwrap_or_default();
+                            let value = match given.get(&ident) {
+                                Some(value) => value.clone(),
+                                None => self.type_default(&item_file, &module, &field.ty)?,
+                            };
                             if let Some(predicate) = &fattrs.skip_serializing_if
                                 && skips(&item_file, predicate, &value)?
                             {
@@ -349,6 +369,29 @@ impl Folder<'_> {
                     }
                     _ => Err(unfoldable()),
                 }
+            }
+            Expr::Struct(literal) => {
+                let Some(Resolved::Local(item)) =
+                    self.index.resolve(module, &path_segments(&literal.path))
+                else {
+                    return Err(unfoldable());
+                };
+                let mut given = std::collections::HashMap::new();
+                for field in &literal.fields {
+                    let syn::Member::Named(name) = &field.member else {
+                        return Err(unfoldable());
+                    };
+                    given.insert(name.to_string(), self.expr(file, module, &field.expr)?);
+                }
+                // `..Default::default()` (or `..T::default()`) fills the rest with field defaults.
+                let rest_is_default = literal.rest.as_deref().is_some_and(|rest| {
+                    matches!(rest, Expr::Call(c) if c.args.is_empty()
+                        && matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "default")))
+                });
+                if literal.rest.is_some() && !rest_is_default {
+                    return Err(unfoldable());
+                }
+                self.struct_value(file, item, &given, false)
             }
             Expr::Macro(m) if m.mac.path.is_ident("vec") => {
                 let elems = m

@@ -903,6 +903,9 @@ fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
     if meta.deprecated {
         schema.insert("deprecated".into(), true.into());
     }
+    if !meta.examples.is_empty() {
+        schema.insert("examples".into(), Value::Array(meta.examples.clone()));
+    }
     for (key, value) in &meta.extend {
         schema.insert(key.clone(), value.clone());
     }
@@ -927,6 +930,9 @@ fn add_field_mutators(schema: &mut Schema, fattrs: &FieldAttrs) {
     }
     if meta.deprecated {
         schema.insert("deprecated".into(), true.into());
+    }
+    if !meta.examples.is_empty() {
+        schema.insert("examples".into(), Value::Array(meta.examples.clone()));
     }
     for validation in &meta.validations {
         apply_validation(schema, validation);
