@@ -186,7 +186,11 @@ impl Folder<'_> {
                     "f32" | "f64" => Value::from(0.0),
                     "serde_json::Value" | "serde_json::value::Value" => Value::Null,
                     "serde_json::Map" | "serde_json::map::Map" => Value::Object(Map::new()),
-                    _ => return Err(unfoldable()),
+                    // k8s-openapi types: their real `Default`, serialized.
+                    other => match super::k8s_types::default_value(other).and_then(|f| f()) {
+                        Some(value) => value,
+                        None => return Err(unfoldable()),
+                    },
                 })
             }
             Some(Resolved::Local(item)) => self.item_default(file, item).map_err(|_| unfoldable()),
