@@ -26,7 +26,7 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
         if !root.is_dir() {
             return Err(ManifestError::Io {
                 path: root.display().to_string(),
-                message: "no such file or directory".into(),
+                message: "no such file or directory; run kopgen manifests in a project (it reads src/) or pass --paths".into(),
             });
         }
         let has_lib = root.join("lib.rs").is_file();
