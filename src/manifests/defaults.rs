@@ -126,7 +126,7 @@ fn quote_path(path: &syn::Path) -> String {
 
 struct Folder<'a> {
     index: &'a Index,
-    env: &'a Env<'a>,
+    env: &'a Env,
 }
 
 impl Folder<'_> {
@@ -158,9 +158,13 @@ impl Folder<'_> {
             return Err(unfoldable());
         };
         if let Some(ident) = p.path.get_ident()
-            && let Some((bound, bound_module)) = self.env.get(&ident.to_string())
+            && let Some(binding) = self.env.get(&ident.to_string())
         {
-            return self.type_default(file, bound_module, bound);
+            let folder = Folder {
+                index: self.index,
+                env: &binding.env,
+            };
+            return folder.type_default(file, &binding.module, &binding.ty);
         }
         match self.index.resolve(module, &path_segments(&p.path)) {
             Some(Resolved::External(path)) => {

@@ -25,11 +25,20 @@ use super::{
 pub struct Scoped<'a> {
     pub ty: &'a Type,
     pub module: &'a str,
-    pub env: &'a Env<'a>,
+    pub env: &'a Env,
+}
+
+/// A generic parameter's argument: the type as written, where it was written, and the
+/// parameters in scope there (so `Page<Vec<T>>` inside a generic item resolves `T` too).
+#[derive(Clone)]
+pub struct Binding {
+    pub ty: Type,
+    pub module: String,
+    pub env: std::rc::Rc<Env>,
 }
 
 /// Generic parameters of the item being expanded, bound to the types they were given.
-pub type Env<'a> = HashMap<String, (Type, String)>;
+pub type Env = HashMap<String, Binding>;
 
 /// The generator settings of kube-derive 5's `crd()`.
 pub fn kube_settings() -> SchemaSettings {
@@ -190,15 +199,15 @@ impl<'a> Builder<'a> {
         path: &syn::Path,
     ) -> Result<Built, SourceError> {
         if let Some(ident) = path.get_ident()
-            && let Some((bound, module)) = scoped.env.get(&ident.to_string())
+            && let Some(binding) = scoped.env.get(&ident.to_string())
         {
-            let env = HashMap::new();
+            let binding = binding.clone();
             return self.type_schema(
                 file,
                 &Scoped {
-                    ty: bound,
-                    module,
-                    env: &env,
+                    ty: &binding.ty,
+                    module: &binding.module,
+                    env: &binding.env,
                 },
             );
         }
@@ -308,8 +317,7 @@ impl<'a> Builder<'a> {
         }
         let mut env: Env = HashMap::new();
         for (param, arg) in params.iter().zip(args) {
-            let (ty, module) = self.concrete(arg, scoped);
-            env.insert(param.clone(), (ty, module));
+            env.insert(param.clone(), self.concrete(arg, scoped));
         }
         if let ItemKind::Alias(alias) = &item.kind {
             let module = item.module.clone();
@@ -345,14 +353,18 @@ impl<'a> Builder<'a> {
     }
 
     /// Binds a generic argument to the type it denotes where it was written.
-    fn concrete(&self, arg: &Type, scoped: &Scoped) -> (Type, String) {
+    fn concrete(&self, arg: &Type, scoped: &Scoped) -> Binding {
         if let Type::Path(p) = arg
             && let Some(ident) = p.path.get_ident()
             && let Some(bound) = scoped.env.get(&ident.to_string())
         {
             return bound.clone();
         }
-        (arg.clone(), scoped.module.to_owned())
+        Binding {
+            ty: arg.clone(),
+            module: scoped.module.to_owned(),
+            env: std::rc::Rc::new(scoped.env.clone()),
+        }
     }
 
     pub fn struct_schema(
@@ -814,7 +826,14 @@ fn cache_key_of(env: &Env) -> String {
     use quote::ToTokens;
     let mut parts: Vec<String> = env
         .iter()
-        .map(|(param, (ty, module))| format!("{param}={}@{module}", ty.to_token_stream()))
+        .map(|(param, b)| {
+            format!(
+                "{param}={}@{}{{{}}}",
+                b.ty.to_token_stream(),
+                b.module,
+                cache_key_of(&b.env)
+            )
+        })
         .collect();
     parts.sort();
     parts.join(";")
