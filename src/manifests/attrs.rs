@@ -184,6 +184,8 @@ pub struct ContainerAttrs {
     /// `#[derive(KubeSchema)]` re-derives the struct keeping only serde, schemars, doc and
     /// validate attributes: garde's are ignored there.
     pub kube_schema: bool,
+    /// Whether the type derives `Default` (what `#[serde(default)]` on it then means).
+    pub derives_default: bool,
     pub meta: Metadata,
 }
 
@@ -254,6 +256,7 @@ impl Default for ContainerAttrs {
             skip: false,
             from: None,
             kube_schema: false,
+            derives_default: false,
             meta: Metadata::default(),
         }
     }

@@ -28,6 +28,7 @@ pub fn field_default(
     field: &syn::Field,
     fattrs: &FieldAttrs,
     container_default: Option<&DefaultAttr>,
+    container_value: Option<(&Value, &str)>,
     env: &Env,
 ) -> Result<Option<Value>, SourceError> {
     if fattrs.skip_serializing
@@ -36,11 +37,17 @@ pub fn field_default(
         return Ok(None);
     }
     let folder = Folder { index, env };
-    let value = match &fattrs.default {
-        DefaultAttr::Path(path) => folder.call(file, module, path)?,
-        // The container's default: kopgen assumes `#[derive(Default)]`, whose fields take
-        // their own types' defaults.
-        DefaultAttr::Default | DefaultAttr::None => folder.type_default(file, module, &field.ty)?,
+    let value = match (&fattrs.default, container_value) {
+        (DefaultAttr::Path(path), _) => folder.call(file, module, path)?,
+        (DefaultAttr::Default, _) => folder.type_default(file, module, &field.ty)?,
+        // The container's `default = "f"`: the field of `f()`, as serialized (a field that
+        // serde skips there has no default here either).
+        (DefaultAttr::None, Some((object, name))) => match object.get(name) {
+            Some(value) => value.clone(),
+            None => return Ok(None),
+        },
+        // The container's derived `Default`: each field takes its own type's default.
+        (DefaultAttr::None, None) => folder.type_default(file, module, &field.ty)?,
     };
     if let Some(predicate) = &fattrs.skip_serializing_if
         && skips(file, predicate, &value)?
@@ -49,6 +56,17 @@ pub fn field_default(
     }
     // `serde_json::to_value(None)` is `null`, which the CRD model drops.
     Ok(Some(value))
+}
+
+/// Folds a call of the default function `path` (e.g. a struct's `#[serde(default = "f")]`).
+pub fn call(
+    index: &Index,
+    file: &Path,
+    module: &str,
+    path: &syn::Path,
+    env: &Env,
+) -> Result<Value, SourceError> {
+    Folder { index, env }.call(file, module, path)
 }
 
 /// The schema a `#[schemars(schema_with = "f")]` function returns, when its body is a

@@ -376,6 +376,13 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let mut cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         cattrs.kube_schema = attrs::derives(&item.attrs, "KubeSchema");
+        cattrs.derives_default = attrs::derives(&item.attrs, "Default");
+        if cattrs.default == DefaultAttr::Default && !cattrs.derives_default {
+            return Err(SourceError::at(file, item.ident.span(), format!(
+                "`#[serde(default)]` on `{}` uses a hand-written `Default`, which kopgen cannot run", item.ident
+            ))
+            .help("derive Default, or use `#[serde(default = \"f\")]` with a function returning a struct literal"));
+        }
         report_unsupported(file, &cattrs.meta)?;
         if let Some(from) = &cattrs.from {
             let mut schema = self
@@ -506,6 +513,11 @@ impl<'a> Builder<'a> {
             DefaultAttr::None => None,
             other => Some(other.clone()),
         };
+        // `#[serde(default = "f")]` on the struct: fields default to `f()`'s fields.
+        let container_value = match &cattrs.default {
+            DefaultAttr::Path(path) => Some(defaults::call(self.index, file, module, path, env)?),
+            _ => None,
+        };
         for field in fields {
             let kept: Vec<syn::Attribute>;
             let field_attrs = if cattrs.kube_schema {
@@ -569,6 +581,7 @@ impl<'a> Builder<'a> {
                 field,
                 &fattrs,
                 container_default.as_ref(),
+                container_value.as_ref().map(|v| (v, name.as_str())),
                 env,
             )? {
                 field_schema.insert("default".into(), value);
