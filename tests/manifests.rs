@@ -227,6 +227,16 @@ fn errors_point_at_the_rust_source() {
             "enum `Mixed` mixes unit variants with data variants",
         ],
     );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Manual,\n}}\n#[derive(JsonSchema)]\n#[serde(default)]\npub struct Manual {{ pub n: i32 }}\nimpl Default for Manual {{ fn default() -> Self {{ Self {{ n: 7 }} }} }}\n"
+        ),
+        &[
+            "src/lib.rs:11:12:",
+            "uses a hand-written `Default`",
+            "help: derive Default",
+        ],
+    );
 }
 
 /// Inputs the fuzzer found: each must give an error, never a panic.

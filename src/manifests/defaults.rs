@@ -20,6 +20,15 @@ use super::{
 const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, \
                     constants, std defaults and derived `Default` of this crate's types; make the default one of those";
 
+/// The struct-level `#[serde(default)]` a field falls back to.
+#[derive(Debug, Clone, Copy)]
+pub enum ContainerDefault<'a> {
+    /// `#[serde(default)]` with a derived `Default`: the field type's default.
+    Derived,
+    /// `#[serde(default = "f")]`: `f()` serialized, and the field's serialized name in it.
+    Fields(&'a Value, &'a str),
+}
+
 /// The `default` schemars writes for a field, folded statically; `None` when it writes none.
 pub fn field_default(
     index: &Index,
@@ -27,27 +36,25 @@ pub fn field_default(
     module: &str,
     field: &syn::Field,
     fattrs: &FieldAttrs,
-    container_default: Option<&DefaultAttr>,
-    container_value: Option<(&Value, &str)>,
+    container: Option<ContainerDefault<'_>>,
     env: &Env,
 ) -> Result<Option<Value>, SourceError> {
-    if fattrs.skip_serializing
-        || (fattrs.default == DefaultAttr::None && container_default.is_none())
-    {
+    if fattrs.skip_serializing || (fattrs.default == DefaultAttr::None && container.is_none()) {
         return Ok(None);
     }
     let folder = Folder { index, env };
-    let value = match (&fattrs.default, container_value) {
+    let value = match (&fattrs.default, container) {
         (DefaultAttr::Path(path), _) => folder.call(file, module, path)?,
         (DefaultAttr::Default, _) => folder.type_default(file, module, &field.ty)?,
         // The container's `default = "f"`: the field of `f()`, as serialized (a field that
         // serde skips there has no default here either).
-        (DefaultAttr::None, Some((object, name))) => match object.get(name) {
+        (DefaultAttr::None, Some(ContainerDefault::Fields(object, name))) => match object.get(name)
+        {
             Some(value) => value.clone(),
             None => return Ok(None),
         },
         // The container's derived `Default`: each field takes its own type's default.
-        (DefaultAttr::None, None) => folder.type_default(file, module, &field.ty)?,
+        (DefaultAttr::None, _) => folder.type_default(file, module, &field.ty)?,
     };
     if let Some(predicate) = &fattrs.skip_serializing_if
         && skips(file, predicate, &value)?

@@ -580,8 +580,11 @@ impl<'a> Builder<'a> {
                 module,
                 field,
                 &fattrs,
-                container_default.as_ref(),
-                container_value.as_ref().map(|v| (v, name.as_str())),
+                match (&container_default, &container_value) {
+                    (_, Some(object)) => Some(defaults::ContainerDefault::Fields(object, &name)),
+                    (Some(_), None) => Some(defaults::ContainerDefault::Derived),
+                    (None, None) => None,
+                },
                 env,
             )? {
                 field_schema.insert("default".into(), value);
