@@ -300,6 +300,15 @@ fn is_deprecated(attrs: &[Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident("deprecated"))
 }
 
+/// `default` (the type's `Default`) or `default = "path"` (a function).
+fn default_attr(meta: &ParseNestedMeta) -> syn::Result<DefaultAttr> {
+    if meta.input.peek(syn::Token![=]) {
+        Ok(DefaultAttr::Path(syn::parse_str(&string_value(meta)?)?))
+    } else {
+        Ok(DefaultAttr::Default)
+    }
+}
+
 fn string_value(meta: &ParseNestedMeta) -> syn::Result<String> {
     let lit: LitStr = meta.value()?.parse()?;
     Ok(lit.value())
@@ -786,13 +795,7 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
                     }
                 }
                 "deny_unknown_fields" => out.deny_unknown_fields = true,
-                "default" => {
-                    out.default = if meta.input.peek(syn::Token![=]) {
-                        DefaultAttr::Path(syn::parse_str(&string_value(&meta)?)?)
-                    } else {
-                        DefaultAttr::Default
-                    }
-                }
+                "default" => out.default = default_attr(&meta)?,
                 "tag" => out.tag = Some(string_value(&meta)?),
                 "content" => out.content = Some(string_value(&meta)?),
                 "untagged" => out.untagged = true,
@@ -882,13 +885,7 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
                         out.rename = Some(name);
                     }
                 }
-                "default" => {
-                    out.default = if meta.input.peek(syn::Token![=]) {
-                        DefaultAttr::Path(syn::parse_str(&string_value(&meta)?)?)
-                    } else {
-                        DefaultAttr::Default
-                    }
-                }
+                "default" => out.default = default_attr(&meta)?,
                 "skip" => {
                     out.skip_serializing = true;
                     out.skip_deserializing = true;

@@ -920,8 +920,9 @@ fn insert_property(schema: &mut Schema, key: &str, optional: bool, sub_schema: S
     }
 }
 
-/// The container metadata mutators of schemars (`add_mutators`), in its order.
-fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
+/// schemars' common metadata mutators (`add_mutators`): title and description (explicit, or
+/// from the doc comment), `deprecated`, `examples`.
+fn add_common_metadata(schema: &mut Schema, meta: &Metadata) {
     let (doc_title, doc_description) = meta
         .doc
         .as_deref()
@@ -941,34 +942,21 @@ fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
     if !meta.examples.is_empty() {
         schema.insert("examples".into(), Value::Array(meta.examples.clone()));
     }
+}
+
+/// A container's mutators: common metadata, then its extensions (schemars' post-mutators).
+fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
+    add_common_metadata(schema, meta);
     for (key, value) in &meta.extend {
         schema.insert(key.clone(), value.clone());
     }
 }
 
-/// A field's mutators: metadata, validations, readOnly/writeOnly (extensions come last, after
-/// the default, as schemars' post-mutators).
+/// A field's mutators: common metadata, validations, readOnly/writeOnly (extensions come last,
+/// after the default, as schemars' post-mutators).
 fn add_field_mutators(schema: &mut Schema, fattrs: &FieldAttrs) {
     let meta = &fattrs.meta;
-    let (doc_title, doc_description) = meta
-        .doc
-        .as_deref()
-        .map(schemars::_private::get_title_and_description)
-        .unwrap_or(("", ""));
-    let title = meta.title.as_deref().unwrap_or(doc_title);
-    let description = meta.description.as_deref().unwrap_or(doc_description);
-    if !title.is_empty() {
-        schema.insert("title".into(), title.into());
-    }
-    if !description.is_empty() {
-        schema.insert("description".into(), description.into());
-    }
-    if meta.deprecated {
-        schema.insert("deprecated".into(), true.into());
-    }
-    if !meta.examples.is_empty() {
-        schema.insert("examples".into(), Value::Array(meta.examples.clone()));
-    }
+    add_common_metadata(schema, meta);
     for validation in &meta.validations {
         apply_validation(schema, validation);
     }
