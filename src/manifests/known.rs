@@ -30,11 +30,13 @@ impl<const N: usize> JsonSchema for Slot<N> {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        // Each slot is read once by schemars' container impls: move the schema out rather than
+        // cloning it, so wrapping a deep schema in `Option`/`Vec` costs nothing extra.
         SLOTS.with(|slots| {
             slots
-                .borrow()
-                .last()
-                .and_then(|frame| frame.get(N).cloned())
+                .borrow_mut()
+                .last_mut()
+                .and_then(|frame| frame.get_mut(N).map(std::mem::take))
                 .unwrap_or_default()
         })
     }

@@ -18,6 +18,7 @@ pub mod lint;
 pub mod locate;
 pub mod resolve;
 pub mod schema;
+pub mod transform;
 
 use std::{collections::BTreeMap, path::PathBuf};
 

@@ -60,6 +60,9 @@ pub struct Builder<'a> {
     /// Schemas of items already derived, by item and generic arguments: a type used in many
     /// places is derived once (schemars inlines the same schema everywhere).
     cache: HashMap<(usize, String), Schema>,
+    /// Items derived once so far: only a second use is cached, so that the (common) items used
+    /// once are never cloned.
+    seen: std::collections::HashSet<(usize, String)>,
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -75,6 +78,7 @@ impl<'a> Builder<'a> {
             generator: SchemaGenerator::new(kube_settings()),
             stack: Vec::new(),
             cache: HashMap::new(),
+            seen: std::collections::HashSet::new(),
         }
     }
 
@@ -85,9 +89,11 @@ impl<'a> Builder<'a> {
     pub fn apply_transforms(&mut self, schema: &mut Schema) -> Result<(), String> {
         let generator = &mut self.generator;
         super::error::catch_panic(|| {
-            for transform in generator.transforms_mut() {
-                transform.transform(schema);
-            }
+            let mut transforms: Vec<&mut dyn schemars::transform::Transform> = generator
+                .transforms_mut()
+                .map(|t| t as &mut dyn schemars::transform::Transform)
+                .collect();
+            super::transform::apply(schema, &mut transforms);
         })
     }
 
@@ -348,7 +354,9 @@ impl<'a> Builder<'a> {
         };
         self.stack.pop();
         let schema = result?;
-        self.cache.insert(cache_key, schema.clone());
+        if !self.seen.insert(cache_key.clone()) {
+            self.cache.insert(cache_key, schema.clone());
+        }
         Ok(plain(schema))
     }
 
