@@ -32,10 +32,14 @@ const SINGLE: &[&str] = &[
 const ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 const MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions"];
 
+/// Transformed nodes, shared by every CRD of one run.
 #[derive(Default)]
-struct Arena {
+pub struct Arena {
     values: Vec<Value>,
     ids: HashMap<String, usize>,
+    /// Nodes already transformed, keyed by their untransformed form with children as
+    /// placeholders: a type used in many places is transformed once.
+    done: HashMap<String, Value>,
 }
 
 impl Arena {
@@ -111,10 +115,9 @@ fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) 
 }
 
 /// Transforms `schema` with `transforms`, bottom-up.
-pub fn apply(schema: &mut Schema, transforms: &mut [&mut dyn Transform]) {
-    let mut arena = Arena::default();
+pub fn apply(schema: &mut Schema, transforms: &mut [&mut dyn Transform], arena: &mut Arena) {
     let root = std::mem::replace(schema, Schema::from(true)).to_value();
-    let placeholder = process(root, transforms, &mut arena);
+    let placeholder = process(root, transforms, arena);
     let expanded = arena.expand(&placeholder);
     *schema = Schema::try_from(expanded).unwrap_or_else(|_| Schema::from(true));
 }
@@ -129,6 +132,11 @@ fn process(node: Value, transforms: &mut [&mut dyn Transform], arena: &mut Arena
         let owned = std::mem::take(child);
         *child = process(owned, transforms, arena);
     });
+    // The result depends only on this node's own keys and its (transformed) children.
+    let memo_key = Value::Object(map.clone()).to_string();
+    if let Some(done) = arena.done.get(&memo_key) {
+        return done.clone();
+    }
     // 2. Bring the children back as their shallow transformed nodes (grandchildren stay placeholders).
     for_each_child(&mut map, |child| *child = arena.resolve(child));
     // 3. The transforms, on this shallow tree.
@@ -149,9 +157,11 @@ fn process(node: Value, transforms: &mut [&mut dyn Transform], arena: &mut Arena
             }
         });
     }
-    if value.is_object() {
+    let result = if value.is_object() {
         arena.intern(value)
     } else {
         value
-    }
+    };
+    arena.done.insert(memo_key, result.clone());
+    result
 }
