@@ -123,7 +123,7 @@ pub fn single_version_crd(
     );
     let mut properties = Map::new();
     properties.insert("spec".into(), spec_schema.to_value());
-    let mut required = vec![Value::from("spec")];
+    let required = vec![Value::from("spec")];
     if let Some(status) = &cr.attrs.status {
         let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
             SourceError::at(
@@ -143,7 +143,6 @@ pub fn single_version_crd(
         )?;
         properties.insert("status".into(), built.schema.to_value());
     }
-    let _ = &mut required;
     root.insert("properties".into(), Value::Object(properties));
     root.insert("required".into(), Value::Array(required));
     // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.

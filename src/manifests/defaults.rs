@@ -325,10 +325,11 @@ impl Folder<'_> {
                 })))
             }
             _ => Err(SourceError::at(
-                file,
-                item_file_span(),
-                "type does not derive Default",
-            )),
+                &item_file,
+                item.ident_span(),
+                "this type does not derive Default",
+            )
+            .help(HELP)),
         }
     }
 
@@ -478,10 +479,6 @@ impl Folder<'_> {
             cattrs.rename_all.apply_to_variant(variant)
         })))
     }
-}
-
-fn item_file_span() -> proc_macro2::Span {
-    proc_macro2::Span::call_site()
 }
 
 fn first_type_arg(path: &syn::Path) -> Option<&Type> {

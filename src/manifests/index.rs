@@ -50,6 +50,19 @@ pub struct Index {
     pub modules: HashMap<String, Module>,
 }
 
+impl IndexedItem {
+    /// Where the item's name is written, for errors about the item.
+    pub fn ident_span(&self) -> proc_macro2::Span {
+        match &self.kind {
+            ItemKind::Struct(s) => s.ident.span(),
+            ItemKind::Enum(e) => e.ident.span(),
+            ItemKind::Alias(a) => a.ident.span(),
+            ItemKind::Fn(f) => f.sig.ident.span(),
+            ItemKind::Const(c) => c.ident.span(),
+        }
+    }
+}
+
 impl Index {
     /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
     pub fn add_file(&mut self, path: &Path, module: &str, file: &syn::File) {
