@@ -170,7 +170,7 @@ impl Index {
     fn walk(&self, base: &str, rest: &[String], depth: usize) -> Option<Resolved> {
         let (last, middle) = rest.split_last()?;
         let mut module = base.to_owned();
-        for segment in middle {
+        for (index, segment) in middle.iter().enumerate() {
             let child = format!("{module}::{segment}");
             if self.modules.contains_key(&child) {
                 module = child;
@@ -179,7 +179,6 @@ impl Index {
             // A re-exported module (`pub use other::module;`).
             let target = self.modules.get(&module)?.uses.get(segment)?;
             let mut full = target.clone();
-            let index = middle.iter().position(|s| s == segment).unwrap_or(0);
             full.extend_from_slice(&middle[index + 1..]);
             full.push(last.clone());
             return self.resolve_depth(&module, &full, depth + 1);
