@@ -80,16 +80,31 @@ impl Arena {
         value.clone()
     }
 
-    /// Expands every placeholder, recursively.
+    /// Expands every placeholder, recursively, building each node once.
     fn expand(&self, value: &Value) -> Value {
-        match self.resolve(value) {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), self.expand(v)))
-                    .collect(),
-            ),
+        match value {
+            Value::Object(map) => {
+                let stored = map
+                    .get(REF)
+                    .and_then(Value::as_u64)
+                    .and_then(|id| self.values.get(id as usize));
+                let mut out = match stored {
+                    Some(Value::Object(node)) => node
+                        .iter()
+                        .map(|(k, v)| (k.clone(), self.expand(v)))
+                        .collect(),
+                    Some(other) => return other.clone(),
+                    None => Map::new(),
+                };
+                for (k, v) in map {
+                    if k != REF {
+                        out.insert(k.clone(), self.expand(v));
+                    }
+                }
+                Value::Object(out)
+            }
             Value::Array(items) => Value::Array(items.iter().map(|v| self.expand(v)).collect()),
-            other => other,
+            other => other.clone(),
         }
     }
 }
@@ -133,7 +148,7 @@ fn process(node: Value, transforms: &mut [&mut dyn Transform], arena: &mut Arena
         *child = process(owned, transforms, arena);
     });
     // The result depends only on this node's own keys and its (transformed) children.
-    let memo_key = Value::Object(map.clone()).to_string();
+    let memo_key = serde_json::to_string(&map).unwrap_or_default();
     if let Some(done) = arena.done.get(&memo_key) {
         return done.clone();
     }
