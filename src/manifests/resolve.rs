@@ -1,6 +1,6 @@
 //! Path resolution over the [`Index`]: what a type name written in some module refers to.
 
-use super::index::{Index, ItemKind};
+use super::index::Index;
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,14 +198,6 @@ impl Index {
             }
         }
         None
-    }
-
-    /// Whether a resolved local item is a type (struct, enum or alias).
-    pub fn is_type(&self, item: usize) -> bool {
-        matches!(
-            self.items[item].kind,
-            ItemKind::Struct(_) | ItemKind::Enum(_) | ItemKind::Alias(_)
-        )
     }
 }
 

@@ -396,18 +396,7 @@ impl<'a> Builder<'a> {
             .help("derive Default, or use `#[serde(default = \"f\")]` with a function returning a struct literal"));
         }
         report_unsupported(file, &cattrs.meta)?;
-        if let Some(from) = &cattrs.from {
-            let mut schema = self
-                .type_schema(
-                    file,
-                    &Scoped {
-                        ty: from,
-                        module,
-                        env,
-                    },
-                )?
-                .schema;
-            add_container_mutators(&mut schema, &cattrs.meta);
+        if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
         }
         let mut schema = match &item.fields {
@@ -648,6 +637,32 @@ impl<'a> Builder<'a> {
         })
     }
 
+    /// `#[serde(from = "T")]` / `try_from` on a struct or enum: `T`'s schema with the
+    /// container's own metadata, as schemars derives it; `None` without such an attribute.
+    fn schema_via_from(
+        &mut self,
+        file: &Path,
+        module: &str,
+        cattrs: &ContainerAttrs,
+        env: &Env,
+    ) -> Result<Option<Schema>, SourceError> {
+        let Some(from) = &cattrs.from else {
+            return Ok(None);
+        };
+        let mut schema = self
+            .type_schema(
+                file,
+                &Scoped {
+                    ty: from,
+                    module,
+                    env,
+                },
+            )?
+            .schema;
+        add_container_mutators(&mut schema, &cattrs.meta);
+        Ok(Some(schema))
+    }
+
     pub fn enum_schema(
         &mut self,
         file: &Path,
@@ -657,18 +672,7 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         report_unsupported(file, &cattrs.meta)?;
-        if let Some(from) = &cattrs.from {
-            let mut schema = self
-                .type_schema(
-                    file,
-                    &Scoped {
-                        ty: from,
-                        module,
-                        env,
-                    },
-                )?
-                .schema;
-            add_container_mutators(&mut schema, &cattrs.meta);
+        if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
         }
         if item.variants.is_empty() {
