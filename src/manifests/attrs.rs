@@ -757,67 +757,90 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
     Ok(out)
 }
 
-/// Parses serde and schemars attributes of a struct, enum or variant.
-pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
-    let mut out = ContainerAttrs {
-        meta: Metadata {
+impl Metadata {
+    /// The metadata every item starts with: its doc comment and Rust's `#[deprecated]`.
+    fn of(attrs: &[Attribute]) -> Self {
+        Self {
             doc: doc_of(attrs),
             deprecated: is_deprecated(attrs),
-            ..Metadata::default()
-        },
-        ..ContainerAttrs::default()
-    };
+            ..Self::default()
+        }
+    }
+}
+
+/// Walks the keys of `#[serde(...)]` and `#[schemars(...)]`: schemars' metadata and validation
+/// keys go into `metadata`; every other key is passed to `handle` with its name, whether it
+/// came from `schemars`, and `metadata` for reporting unsupported keys.
+fn serde_and_schemars_keys(
+    attrs: &[Attribute],
+    metadata: &mut Metadata,
+    mut handle: impl FnMut(&ParseNestedMeta, &str, bool, &mut Metadata) -> syn::Result<()>,
+) -> syn::Result<()> {
     for attr in attrs
         .iter()
         .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
     {
         let is_schemars = attr.path().is_ident("schemars");
         attr.parse_nested_meta(|meta| {
-            if is_schemars && parse_metadata(&meta, &mut out.meta)? {
+            if is_schemars && parse_metadata(&meta, metadata)? {
                 return Ok(());
             }
             let key = path_name(&meta.path);
-            match key.as_str() {
-                "rename" => {
-                    if let Some(name) = deserialize_side(&meta)? {
-                        out.rename = Some(name);
-                    }
-                }
-                "rename_all" | "rename_all_fields" => {
-                    if let Some(rule) = deserialize_side(&meta)? {
-                        let rule = RenameRule::parse(&rule)
-                            .ok_or_else(|| meta.error(format!("unknown rename rule {rule:?}")))?;
-                        if key == "rename_all" {
-                            out.rename_all = rule;
-                        } else {
-                            out.rename_all_fields = rule;
-                        }
-                    }
-                }
-                "deny_unknown_fields" => out.deny_unknown_fields = true,
-                "default" => out.default = default_attr(&meta)?,
-                "tag" => out.tag = Some(string_value(&meta)?),
-                "content" => out.content = Some(string_value(&meta)?),
-                "untagged" => out.untagged = true,
-                "transparent" => out.transparent = true,
-                "skip" | "skip_deserializing" => {
-                    out.skip = true;
-                    skip_value(&meta)?;
-                }
-                "from" | "try_from" => out.from = Some(syn::parse_str(&string_value(&meta)?)?),
-                "into" => {
-                    // Serialization only: kube-derive's schema describes deserialization.
-                    skip_value(&meta)?;
-                }
-                "remote" | "with" => {
-                    out.meta.unsupported.push((key, meta.path.span()));
-                    skip_value(&meta)?;
-                }
-                _ => skip_value(&meta)?,
-            }
-            Ok(())
+            handle(&meta, &key, is_schemars, metadata)
         })?;
     }
+    Ok(())
+}
+
+/// Parses serde and schemars attributes of a struct, enum or variant.
+pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
+    let mut out = ContainerAttrs {
+        meta: Metadata::of(attrs),
+        ..ContainerAttrs::default()
+    };
+    serde_and_schemars_keys(attrs, &mut out.meta, |meta, key, _schemars, metadata| {
+        match key {
+            "rename" => {
+                if let Some(name) = deserialize_side(meta)? {
+                    out.rename = Some(name);
+                }
+            }
+            "rename_all" | "rename_all_fields" => {
+                if let Some(rule) = deserialize_side(meta)? {
+                    let rule = RenameRule::parse(&rule)
+                        .ok_or_else(|| meta.error(format!("unknown rename rule {rule:?}")))?;
+                    if key == "rename_all" {
+                        out.rename_all = rule;
+                    } else {
+                        out.rename_all_fields = rule;
+                    }
+                }
+            }
+            "deny_unknown_fields" => out.deny_unknown_fields = true,
+            "default" => out.default = default_attr(meta)?,
+            "tag" => out.tag = Some(string_value(meta)?),
+            "content" => out.content = Some(string_value(meta)?),
+            "untagged" => out.untagged = true,
+            "transparent" => out.transparent = true,
+            "skip" | "skip_deserializing" => {
+                out.skip = true;
+                skip_value(meta)?;
+            }
+            "from" | "try_from" => out.from = Some(syn::parse_str(&string_value(meta)?)?),
+            "into" => {
+                // Serialization only: kube-derive's schema describes deserialization.
+                skip_value(meta)?;
+            }
+            "remote" | "with" => {
+                metadata
+                    .unsupported
+                    .push((key.to_owned(), meta.path.span()));
+                skip_value(meta)?;
+            }
+            _ => skip_value(meta)?,
+        }
+        Ok(())
+    })?;
     parse_x_kube(attrs, &mut out.meta)?;
     Ok(out)
 }
@@ -825,11 +848,7 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
 /// Parses serde and schemars attributes of a field.
 pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
     let mut out = FieldAttrs {
-        meta: Metadata {
-            doc: doc_of(attrs),
-            deprecated: is_deprecated(attrs),
-            ..Metadata::default()
-        },
+        meta: Metadata::of(attrs),
         ..FieldAttrs::default()
     };
     for attr in attrs
@@ -869,49 +888,39 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
             Ok(())
         })?;
     }
-    for attr in attrs
-        .iter()
-        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
-    {
-        let is_schemars = attr.path().is_ident("schemars");
-        attr.parse_nested_meta(|meta| {
-            if is_schemars && parse_metadata(&meta, &mut out.meta)? {
-                return Ok(());
+    serde_and_schemars_keys(attrs, &mut out.meta, |meta, key, is_schemars, metadata| {
+        match key {
+            "rename" => {
+                if let Some(name) = deserialize_side(meta)? {
+                    out.rename = Some(name);
+                }
             }
-            let key = path_name(&meta.path);
-            match key.as_str() {
-                "rename" => {
-                    if let Some(name) = deserialize_side(&meta)? {
-                        out.rename = Some(name);
-                    }
-                }
-                "default" => out.default = default_attr(&meta)?,
-                "skip" => {
-                    out.skip_serializing = true;
-                    out.skip_deserializing = true;
-                }
-                "skip_serializing" => out.skip_serializing = true,
-                "skip_deserializing" => out.skip_deserializing = true,
-                "skip_serializing_if" => {
-                    out.skip_serializing_if = Some(syn::parse_str(&string_value(&meta)?)?)
-                }
-                "flatten" => out.flatten = true,
-                "required" if is_schemars => out.required = true,
-                "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(&meta)?)?),
-                "schema_with" if is_schemars => {
-                    out.schema_with = Some(syn::parse_str(&string_value(&meta)?)?)
-                }
-                "with" | "serialize_with" | "deserialize_with" | "getter" => {
-                    out.meta
-                        .unsupported
-                        .push((format!("serde({key})"), meta.path.span()));
-                    skip_value(&meta)?;
-                }
-                _ => skip_value(&meta)?,
+            "default" => out.default = default_attr(meta)?,
+            "skip" => {
+                out.skip_serializing = true;
+                out.skip_deserializing = true;
             }
-            Ok(())
-        })?;
-    }
+            "skip_serializing" => out.skip_serializing = true,
+            "skip_deserializing" => out.skip_deserializing = true,
+            "skip_serializing_if" => {
+                out.skip_serializing_if = Some(syn::parse_str(&string_value(meta)?)?)
+            }
+            "flatten" => out.flatten = true,
+            "required" if is_schemars => out.required = true,
+            "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(meta)?)?),
+            "schema_with" if is_schemars => {
+                out.schema_with = Some(syn::parse_str(&string_value(meta)?)?)
+            }
+            "with" | "serialize_with" | "deserialize_with" | "getter" => {
+                metadata
+                    .unsupported
+                    .push((format!("serde({key})"), meta.path.span()));
+                skip_value(meta)?;
+            }
+            _ => skip_value(meta)?,
+        }
+        Ok(())
+    })?;
     parse_x_kube(attrs, &mut out.meta)?;
     Ok(out)
 }
