@@ -309,7 +309,7 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let project = crate::project::Project::load(&root).ok();
     let role = match &project {
         Some(project) => Some(crate::rbac::render(
-            &crate::rbac::collect(&paths).context("kopgen manifests")?,
+            &crate::rbac::collect(&sources).context("kopgen manifests")?,
             project.namespaced,
         )),
         None => None,

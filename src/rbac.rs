@@ -5,7 +5,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::{Path, PathBuf},
+    path::Path,
 };
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
@@ -323,11 +323,13 @@ pub fn render(rules: &[Rule], namespaced_project: bool) -> String {
     format!("{HEADER}{}", docs.join("---\n"))
 }
 
-/// Collects the markers of every Rust file under `paths`.
-pub fn collect(paths: &[PathBuf]) -> Result<Vec<Rule>, crate::manifests::error::ManifestError> {
+/// Collects the markers of the sources `kopgen manifests` already read.
+pub fn collect(
+    sources: &[crate::manifests::discover::Source],
+) -> Result<Vec<Rule>, crate::manifests::error::ManifestError> {
     let mut rules = Vec::new();
     let mut errors = Vec::new();
-    for source in crate::manifests::discover::sources(paths)? {
+    for source in sources {
         match parse_markers(&source.path, &source.text) {
             Ok(found) => rules.extend(found),
             Err(e) => errors.push(e),
