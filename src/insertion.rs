@@ -32,18 +32,9 @@ pub enum Placement {
     Sorted,
 }
 
-/// Returns `contents` with `lines` inserted above the line containing `marker`.
-/// Lines already present (compared without surrounding white space) are skipped.
-pub fn insert_before_marker(
-    file: &str,
-    contents: &str,
-    marker: &str,
-    lines: &[String],
-) -> Result<String, InsertionError> {
-    insert_at_marker(file, contents, marker, lines, Placement::Append)
-}
-
-/// Like [`insert_before_marker`], with a choice of [`Placement`].
+/// Returns `contents` with `lines` inserted at the line containing `marker`, placed as
+/// `placement` says. Lines already present (compared without surrounding white space) are
+/// skipped.
 pub fn insert_at_marker(
     file: &str,
     contents: &str,
@@ -205,14 +196,26 @@ mod tests {
     fn inserts_above_marker_with_its_indentation_once() {
         let text = "fn f() {\n    // user code\n    // +kopgen:scaffold:x\n}\n";
         let lines = vec!["a();".to_owned()];
-        let once =
-            insert_before_marker("f.rs", text, "+kopgen:scaffold:x", &lines).expect("marker");
+        let once = insert_at_marker(
+            "f.rs",
+            text,
+            "+kopgen:scaffold:x",
+            &lines,
+            Placement::Append,
+        )
+        .expect("marker");
         assert_eq!(
             once,
             "fn f() {\n    // user code\n    a();\n    // +kopgen:scaffold:x\n}\n"
         );
-        let twice =
-            insert_before_marker("f.rs", &once, "+kopgen:scaffold:x", &lines).expect("marker");
+        let twice = insert_at_marker(
+            "f.rs",
+            &once,
+            "+kopgen:scaffold:x",
+            &lines,
+            Placement::Append,
+        )
+        .expect("marker");
         assert_eq!(once, twice);
     }
 
@@ -220,15 +223,22 @@ mod tests {
     fn missing_and_duplicate_markers_are_errors() {
         let lines = vec!["a".to_owned()];
         assert!(matches!(
-            insert_before_marker("f.rs", "nothing\n", "+kopgen:scaffold:x", &lines),
+            insert_at_marker(
+                "f.rs",
+                "nothing\n",
+                "+kopgen:scaffold:x",
+                &lines,
+                Placement::Append
+            ),
             Err(InsertionError::MissingMarker { .. })
         ));
         assert!(matches!(
-            insert_before_marker(
+            insert_at_marker(
                 "f.rs",
                 "# +kopgen:scaffold:x\n# +kopgen:scaffold:x\n",
                 "+kopgen:scaffold:x",
-                &lines
+                &lines,
+                Placement::Append
             ),
             Err(InsertionError::DuplicateMarker { count: 2, .. })
         ));
