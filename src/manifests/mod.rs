@@ -110,18 +110,9 @@ pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
-    let mut index = Index::default();
-    let mut errors = Vec::new();
-    for source in sources {
-        match index::parse_file(&source.path, &source.text) {
-            Ok(file) => index.add_file(&source.path, &source.module, &file),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ManifestError::Many(errors));
-    }
+    let index = index_sources(sources)?;
     let resources = custom_resources(&index)?;
+    let mut errors = Vec::new();
     let mut builder = schema::Builder::new(&index);
     let mut by_kind: BTreeMap<(String, String), Vec<(CustomResource, k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition)>> =
         BTreeMap::new();
@@ -233,11 +224,7 @@ pub struct ResourceInfo {
 /// Lists the custom resources under `paths`, in the order `generate` merges them.
 pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> {
     let sources = discover::sources(paths)?;
-    let mut index = Index::default();
-    for source in &sources {
-        let file = index::parse_file(&source.path, &source.text)?;
-        index.add_file(&source.path, &source.module, &file);
-    }
+    let index = index_sources(&sources)?;
     let mut out: Vec<ResourceInfo> = custom_resources(&index)?
         .into_iter()
         .map(|cr| ResourceInfo {
@@ -262,6 +249,23 @@ pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> 
         ))
     });
     Ok(out)
+}
+
+/// Parses every source into one index; every file's syntax error is reported, not just the first.
+fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
+    let mut index = Index::default();
+    let mut errors = Vec::new();
+    for source in sources {
+        match index::parse_file(&source.path, &source.text) {
+            Ok(file) => index.add_file(&source.path, &source.module, &file),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(index)
+    } else {
+        Err(ManifestError::Many(errors))
+    }
 }
 
 /// Every struct deriving `CustomResource`, with its parsed `#[kube(...)]`.
