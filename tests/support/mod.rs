@@ -66,24 +66,7 @@ impl Session {
 
     /// Runs kopgen, asserts it failed without touching the tree, and returns its stderr.
     pub fn fails_cleanly(&self, args: &[&str]) -> String {
-        let before = tree(self.path());
-        let run = self.kopgen(args);
-        assert_ne!(
-            run.status, 0,
-            "kopgen {args:?} should have failed:\n{}",
-            run.stdout
-        );
-        assert!(
-            !run.stderr.contains("panicked"),
-            "kopgen panicked: {}",
-            run.stderr
-        );
-        let after = tree(self.path());
-        assert!(
-            before == after,
-            "kopgen {args:?} changed the tree although it failed"
-        );
-        run.stderr
+        fails_cleanly_in(self.path(), args)
     }
 
     /// Scaffolds a project named `demo` in directory `demo`, as a user would.
@@ -115,6 +98,28 @@ pub fn run_kopgen(cwd: &Path, args: &[&str]) -> Run {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+/// Runs `kopgen args...` in `dir`, asserts it failed, did not panic and left the tree below
+/// `dir` byte-identical, and returns its stderr.
+pub fn fails_cleanly_in(dir: &Path, args: &[&str]) -> String {
+    let before = tree(dir);
+    let run = run_kopgen(dir, args);
+    assert_ne!(
+        run.status, 0,
+        "kopgen {args:?} should have failed:\n{}",
+        run.stdout
+    );
+    assert!(
+        !run.stderr.contains("panicked"),
+        "kopgen panicked: {}",
+        run.stderr
+    );
+    assert!(
+        tree(dir) == before,
+        "kopgen {args:?} changed the tree although it failed"
+    );
+    run.stderr
 }
 
 /// Every file below `root` with its bytes, and every directory (as `None`), by relative path.
