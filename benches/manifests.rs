@@ -15,22 +15,33 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// The allocator of the `kopgen` binary, so both `kopgen manifests` and the parse floor are
+/// measured as the command runs them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }
 
-fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
-    let _warm = f();
-    median(
-        (0..runs)
-            .map(|_| {
+/// Median wall time of `f`, each run on a fresh thread: proc-macro2 keeps every parsed file's
+/// text in a thread-local source map for the thread's life, which a `kopgen` process (one run
+/// per process) never accumulates; reusing one thread would measure that growth too.
+fn time<T: Send>(runs: usize, f: impl Fn() -> T + Sync) -> Duration {
+    let once = || {
+        std::thread::scope(|s| {
+            s.spawn(|| {
                 let start = Instant::now();
                 std::hint::black_box(f());
                 start.elapsed()
             })
-            .collect(),
-    )
+            .join()
+            .expect("bench thread")
+        })
+    };
+    let _warm = once();
+    median((0..runs).map(|_| once()).collect())
 }
 
 /// A crate with `kinds` custom resources, each a spec with 19 nested structs.
@@ -115,6 +126,10 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|a| a == "--bench");
     let scratch = tempfile::tempdir().expect("tempdir");
+    // `KOPGEN_BENCH_DIR` keeps the synthetic projects there, for profiling `kopgen manifests` on them.
+    let scratch_root = std::env::var_os("KOPGEN_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch.path().to_path_buf());
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
     let fixture_structs = rust_files(&fixtures)
         .iter()
@@ -133,7 +148,7 @@ fn main() {
     );
     let sizes: &[usize] = if quick { &[10] } else { &[10, 50, 100, 500] };
     for &kinds in sizes {
-        let dir = scratch.path().join(format!("k{kinds}"));
+        let dir = scratch_root.join(format!("k{kinds}"));
         let structs = synthetic(&dir, kinds);
         let runs = if kinds >= 500 { 5 } else { 10 };
         report(

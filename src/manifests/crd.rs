@@ -60,12 +60,74 @@ impl CustomResource {
     }
 }
 
-/// The CRD of one version of one kind, as `<Kind>::crd()` returns it.
+/// One version of one kind as the derive stage leaves it: the CRD `<Kind>::crd()` returns, but
+/// with its root schema not yet run through the generator's transforms. It holds no syntax tree,
+/// so it can be rendered on another thread (syn's trees cannot leave theirs).
+#[derive(Debug, Clone)]
+pub struct Derived {
+    /// The CRD, without `openAPIV3Schema`.
+    pub crd: CustomResourceDefinition,
+    /// The root schema, before the transforms.
+    pub root: Schema,
+    /// Where this version is declared, for errors found while rendering.
+    pub at: SourceError,
+}
+
+impl Derived {
+    pub fn version(&self) -> &str {
+        self.crd
+            .spec
+            .versions
+            .first()
+            .map_or("", |v| v.name.as_str())
+    }
+
+    pub fn storage(&self) -> bool {
+        self.crd.spec.versions.first().is_some_and(|v| v.storage)
+    }
+
+    /// An error at this version's declaration.
+    pub fn error(&self, message: impl Into<String>) -> SourceError {
+        SourceError {
+            message: message.into(),
+            ..self.at.clone()
+        }
+    }
+}
+
+/// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does, and
+/// puts the result in the CRD: the render stage of one version.
+pub fn render(
+    mut derived: Derived,
+    transforms: &mut super::transform::Transforms,
+) -> Result<CustomResourceDefinition, SourceError> {
+    transforms.apply(&mut derived.root).map_err(|panic| {
+        derived
+            .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
+            .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
+    })?;
+    let root = std::mem::replace(&mut derived.root, Schema::from(true));
+    let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
+        derived.error(format!(
+            "the derived schema is not a valid JSONSchemaProps: {e}"
+        ))
+    })?;
+    let mut crd = derived.crd;
+    if let Some(version) = crd.spec.versions.first_mut() {
+        version.schema = Some(CustomResourceValidation {
+            open_api_v3_schema: Some(schema),
+        });
+    }
+    Ok(crd)
+}
+
+/// One version of one kind: its CRD as `<Kind>::crd()` returns it, but for the transforms of
+/// the root schema, which [`render`] runs.
 pub fn single_version_crd(
     builder: &mut Builder,
     index: &Index,
     cr: &CustomResource,
-) -> Result<CustomResourceDefinition, SourceError> {
+) -> Result<Derived, SourceError> {
     let item = &index.items[cr.item];
     let ItemKind::Struct(spec) = &item.kind else {
         return Err(SourceError::at(
@@ -169,17 +231,6 @@ pub fn single_version_crd(
     if root.get("title").is_none() {
         root.insert("title".into(), root_ident.clone().into());
     }
-    builder.apply_transforms(&mut root).map_err(|panic| {
-        SourceError::at(&cr.file, cr.span, format!("kube-derive's crd() would panic on this schema: {panic}"))
-            .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
-    })?;
-    let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
-        SourceError::at(
-            &cr.file,
-            cr.span,
-            format!("the derived schema is not a valid JSONSchemaProps: {e}"),
-        )
-    })?;
 
     let plural = cr.plural();
     let singular = cr.singular();
@@ -236,7 +287,7 @@ pub fn single_version_crd(
         None => (None, None),
         Some(warning) => (Some(true), warning.clone()),
     };
-    Ok(CustomResourceDefinition {
+    let crd = CustomResourceDefinition {
         metadata: ObjectMeta {
             annotations,
             labels,
@@ -264,9 +315,7 @@ pub fn single_version_crd(
                 deprecated,
                 deprecation_warning,
                 name: version,
-                schema: Some(CustomResourceValidation {
-                    open_api_v3_schema: Some(schema),
-                }),
+                schema: None,
                 selectable_fields,
                 served: cr.attrs.served.unwrap_or(true),
                 storage: cr.attrs.storage.unwrap_or(true),
@@ -275,6 +324,11 @@ pub fn single_version_crd(
             ..Default::default()
         },
         ..Default::default()
+    };
+    Ok(Derived {
+        crd,
+        root,
+        at: SourceError::at(&cr.file, cr.span, ""),
     })
 }
 

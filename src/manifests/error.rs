@@ -55,13 +55,29 @@ pub enum ManifestError {
     Other(String),
 }
 
+thread_local! {
+    /// Whether this thread is inside [`catch_panic`].
+    static CATCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Runs `f`, turning a panic inside a dependency (kube-core's schema rewriting, the CEL parser)
 /// into an error message, without printing the panic: kopgen never panics on any input.
+///
+/// The panic hook is process-wide and render threads run concurrently, so it is replaced once by
+/// one that stays quiet only on a thread inside `catch_panic`.
 pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    let previous_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CATCHING.get() {
+                previous(info);
+            }
+        }));
+    });
+    let outer = CATCHING.replace(true);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    std::panic::set_hook(previous_hook);
+    CATCHING.set(outer);
     result.map_err(|payload| {
         payload
             .downcast_ref::<String>()

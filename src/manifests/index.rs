@@ -65,21 +65,22 @@ impl IndexedItem {
 
 impl Index {
     /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
-    pub fn add_file(&mut self, path: &Path, module: &str, file: &syn::File) {
+    /// Takes the file: its items move into the index rather than being copied.
+    pub fn add_file(&mut self, path: &Path, module: &str, file: syn::File) {
         let file_index = self.files.len();
         self.files.push(path.to_path_buf());
-        self.add_items(module, &file.items, file_index);
+        self.add_items(module, file.items, file_index);
     }
 
-    fn add_items(&mut self, module: &str, items: &[Item], file: usize) {
+    fn add_items(&mut self, module: &str, items: Vec<Item>, file: usize) {
         self.modules.entry(module.to_owned()).or_default();
         for item in items {
             let (name, kind) = match item {
-                Item::Struct(s) => (s.ident.to_string(), ItemKind::Struct(s.clone())),
-                Item::Enum(e) => (e.ident.to_string(), ItemKind::Enum(e.clone())),
-                Item::Type(t) => (t.ident.to_string(), ItemKind::Alias(t.clone())),
-                Item::Fn(f) => (f.sig.ident.to_string(), ItemKind::Fn(f.clone())),
-                Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c.clone())),
+                Item::Struct(s) => (s.ident.to_string(), ItemKind::Struct(s)),
+                Item::Enum(e) => (e.ident.to_string(), ItemKind::Enum(e)),
+                Item::Type(t) => (t.ident.to_string(), ItemKind::Alias(t)),
+                Item::Fn(f) => (f.sig.ident.to_string(), ItemKind::Fn(f)),
+                Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c)),
                 Item::Use(u) => {
                     let mut prefix = Vec::new();
                     self.add_use(module, &u.tree, &mut prefix);
@@ -88,7 +89,7 @@ impl Index {
                 Item::Mod(m) => {
                     let child = format!("{module}::{}", m.ident);
                     self.module_mut(module).children.push(m.ident.to_string());
-                    if let Some((_, inner)) = &m.content {
+                    if let Some((_, inner)) = m.content {
                         self.add_items(&child, inner, file);
                     } else {
                         self.modules.entry(child).or_default();

@@ -16,6 +16,7 @@ pub mod k8s_types;
 pub mod known;
 pub mod lint;
 pub mod locate;
+pub mod render;
 pub mod resolve;
 pub mod schema;
 pub mod transform;
@@ -24,7 +25,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use crate::manifests::{
     crd::CustomResource,
-    error::{ManifestError, SourceError},
+    error::ManifestError,
     index::{Index, ItemKind},
 };
 
@@ -106,101 +107,122 @@ pub struct Generated {
 }
 
 /// `generate_from_sources` with lint and description options.
+///
+/// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
+/// cannot leave it), and worker threads render the kinds already derived (transforms, merge,
+/// lint, YAML), which is most of the work. Results are ordered by kind, so the output is the same
+/// whatever thread rendered what.
 pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
     let index = index_sources(sources)?;
-    let resources = custom_resources(&index)?;
-    let mut errors = Vec::new();
-    let mut builder = schema::Builder::new(&index);
-    let mut by_kind: BTreeMap<(String, String), Vec<(CustomResource, k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition)>> =
-        BTreeMap::new();
-    for cr in resources {
-        match crd::single_version_crd(&mut builder, &index, &cr) {
-            Ok(definition) => by_kind
-                .entry((cr.group().to_owned(), cr.kind().to_owned()))
-                .or_default()
-                .push((cr, definition)),
-            Err(e) => errors.push(e),
-        }
+    let mut kinds: BTreeMap<(String, String), Vec<CustomResource>> = BTreeMap::new();
+    for cr in custom_resources(&index)? {
+        kinds
+            .entry((cr.group().to_owned(), cr.kind().to_owned()))
+            .or_default()
+            .push(cr);
     }
-    if !errors.is_empty() {
-        return Err(ManifestError::Many(errors));
+    let mut kinds: Vec<Vec<CustomResource>> = kinds.into_values().collect();
+    for versions in &mut kinds {
+        versions.sort_by_key(|cr| crd::version_priority(cr.version()));
     }
-    let mut outputs = Vec::new();
-    let mut findings = Vec::new();
-    for ((group, _), mut versions) in by_kind {
-        versions.sort_by_key(|(cr, _)| crd::version_priority(cr.version()));
-        let storage: Vec<&CustomResource> = versions
-            .iter()
-            .filter(|(_, d)| d.spec.versions.iter().any(|v| v.storage))
-            .map(|(cr, _)| cr)
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, kinds.len().max(1));
+    let (jobs, queue) = std::sync::mpsc::sync_channel::<render::Job>(2 * workers);
+    let queue = std::sync::Mutex::new(queue);
+    let (derive_errors, rendered) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let queue = &queue;
+                scope.spawn(move || {
+                    let mut transforms = transform::Transforms::default();
+                    let mut done = Vec::new();
+                    loop {
+                        let job = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok(job) = job else { break };
+                        done.push(render::render(job, &mut transforms, options));
+                    }
+                    done
+                })
+            })
             .collect();
-        let first = &versions[0].0;
-        let merged = if versions.len() == 1 {
-            versions[0].1.clone()
-        } else {
-            match storage.as_slice() {
-                [one] => {
-                    let stored = one.version().to_owned();
-                    let crds = versions.iter().map(|(_, d)| d.clone()).collect();
-                    kube_core::crd::merge_crds(crds, &stored).map_err(|e| {
-                        SourceError::at(
-                            &first.file,
-                            first.span,
-                            format!("cannot merge the versions of {}: {e}", first.kind()),
-                        )
-                    })?
-                }
-                [] => {
-                    return Err(SourceError::at(&first.file, first.span, format!("no version of {} is the storage version", first.kind()))
-                        .help("exactly one version needs storage (the default); remove `storage = false` from one")
-                        .into());
-                }
-                [a, b, ..] => {
-                    let second = format!("{}:{}", b.file.display(), b.span.start().line);
-                    return Err(SourceError::at(
-                        &a.file,
-                        a.span,
-                        format!(
-                            "{} and {} (at {second}) are both storage versions of {}",
-                            a.version(),
-                            b.version(),
-                            a.kind()
-                        ),
-                    )
-                    .help("mark all but one version with #[kube(storage = false)]")
-                    .into());
+        let mut errors = Vec::new();
+        let mut builder = schema::Builder::new(&index);
+        for (position, versions) in kinds.iter().enumerate() {
+            let mut derived = Vec::with_capacity(versions.len());
+            for cr in versions {
+                match crd::single_version_crd(&mut builder, &index, cr) {
+                    Ok(d) => derived.push(d),
+                    Err(e) => errors.push(e),
                 }
             }
-        };
-        let mut merged = merged;
-        if let Some(max) = options.max_desc_len {
-            lint::truncate_descriptions(&mut merged, max);
-        }
-        if options.lint {
-            for finding in lint::check(&merged) {
-                let cr = versions
-                    .iter()
-                    .find(|(cr, _)| cr.version() == finding.version)
-                    .map_or(first, |(cr, _)| cr);
-                let (file, span) = locate::locate(&index, cr, &finding.path);
-                let start = span.start();
-                findings.push(Located {
-                    crd: merged.metadata.name.clone().unwrap_or_default(),
-                    file,
-                    line: start.line,
-                    column: start.column + 1,
-                    finding,
+            if errors.is_empty() {
+                // A send fails only if every worker is gone; the join below reports that.
+                let _ = jobs.send(render::Job {
+                    position,
+                    versions: derived,
                 });
             }
         }
-        let yaml = crd::to_yaml(&merged).map_err(ManifestError::Other)?;
-        outputs.push(Output {
-            path: PathBuf::from(format!("{group}_{}.yaml", first.plural())),
-            contents: format!("{HEADER}{yaml}"),
-        });
+        drop(jobs);
+        let rendered: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| ManifestError::Other("a render thread panicked".into()))
+            })
+            .collect();
+        (errors, rendered)
+    });
+    if !derive_errors.is_empty() {
+        return Err(ManifestError::Many(derive_errors));
+    }
+    let mut results = Vec::new();
+    for worker in rendered {
+        results.extend(worker?);
+    }
+    let mut done = Vec::with_capacity(results.len());
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(r) => done.push(r),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        return Err(ManifestError::Many(errors));
+    }
+    done.sort_by_key(|r| r.position);
+    let mut outputs = Vec::with_capacity(done.len());
+    let mut findings = Vec::new();
+    for r in done {
+        let versions = &kinds[r.position];
+        for finding in r.findings {
+            let Some(cr) = versions
+                .iter()
+                .find(|cr| cr.version() == finding.version)
+                .or_else(|| versions.first())
+            else {
+                continue;
+            };
+            let (file, span) = locate::locate(&index, cr, &finding.path);
+            let start = span.start();
+            findings.push(Located {
+                crd: r.crd_name.clone(),
+                file,
+                line: start.line,
+                column: start.column + 1,
+                finding,
+            });
+        }
+        outputs.push(r.output);
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Generated { outputs, findings })
@@ -257,7 +279,7 @@ fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
     let mut errors = Vec::new();
     for source in sources {
         match index::parse_file(&source.path, &source.text) {
-            Ok(file) => index.add_file(&source.path, &source.module, &file),
+            Ok(file) => index.add_file(&source.path, &source.module, file),
             Err(e) => errors.push(e),
         }
     }

@@ -63,8 +63,6 @@ pub struct Builder<'a> {
     /// Items derived once so far: only a second use is cached, so that the (common) items used
     /// once are never cloned.
     seen: std::collections::HashSet<(usize, String)>,
-    /// Transformed schema nodes, reused across the CRDs of a run.
-    arena: super::transform::Arena,
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -81,24 +79,7 @@ impl<'a> Builder<'a> {
             stack: Vec::new(),
             cache: HashMap::new(),
             seen: std::collections::HashSet::new(),
-            arena: super::transform::Arena::default(),
         }
-    }
-
-    /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
-    ///
-    /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
-    /// `crd()` would panic at run time); kopgen turns that into an error message instead.
-    pub fn apply_transforms(&mut self, schema: &mut Schema) -> Result<(), String> {
-        let generator = &mut self.generator;
-        let arena = &mut self.arena;
-        super::error::catch_panic(|| {
-            let mut transforms: Vec<&mut dyn schemars::transform::Transform> = generator
-                .transforms_mut()
-                .map(|t| t as &mut dyn schemars::transform::Transform)
-                .collect();
-            super::transform::apply(schema, &mut transforms, arena);
-        })
     }
 
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use kube_core::schema::StructuralSchemaRewriter;
 use schemars::{Schema, transform::Transform};
 use serde_json::{Map, Value};
 
@@ -129,6 +130,170 @@ fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) 
     }
 }
 
+/// The transforms of kube-derive's generator with the nodes they have already transformed: one
+/// per render thread, kept across the CRDs it renders so that a type shared by many CRDs is
+/// transformed once.
+pub struct Transforms {
+    generator: schemars::SchemaGenerator,
+    arena: Arena,
+}
+
+impl Default for Transforms {
+    fn default() -> Self {
+        let mut settings = super::schema::kube_settings();
+        for transform in &mut settings.transforms {
+            if transform.is::<StructuralSchemaRewriter>() {
+                *transform = Box::new(StructuralRewriter);
+            }
+        }
+        Self {
+            generator: schemars::SchemaGenerator::new(settings),
+            arena: Arena::default(),
+        }
+    }
+}
+
+/// kube-core's `StructuralSchemaRewriter`, without its serde round trip where that round trip
+/// cannot change the node.
+///
+/// The rewriter deserializes each node into its own schema model and serializes it back. Apart
+/// from hoisting `oneOf`/`anyOf`, dropping `uniqueItems` and folding a boolean
+/// `additionalProperties` beside `properties`, that round trip only normalizes: `required`
+/// sorted and deduplicated, empty `required`/`properties`/`patternProperties` and null values
+/// of its known keys dropped (and if the node does not fit its model, nothing changes). A node
+/// with none of those shapes, whose children were rewritten already, comes back unchanged, so
+/// it is left as it is; that is most nodes, and the round trip was most of the cost of
+/// `kopgen manifests`. Debug builds (so every test) check each skipped node against kube-core.
+#[derive(Debug, Clone)]
+pub struct StructuralRewriter;
+
+impl Transform for StructuralRewriter {
+    fn transform(&mut self, schema: &mut Schema) {
+        #[cfg(debug_assertions)]
+        let original = schema.clone();
+        if !normalize_for_rewriter(schema) {
+            #[cfg(debug_assertions)]
+            {
+                *schema = original;
+            }
+            StructuralSchemaRewriter.transform(schema);
+            return;
+        }
+        schemars::transform::transform_subschemas(self, schema);
+        #[cfg(debug_assertions)]
+        {
+            let mut checked = original;
+            StructuralSchemaRewriter.transform(&mut checked);
+            debug_assert_eq!(
+                &checked, schema,
+                "kopgen skipped kube-core's rewriter on a node it changes"
+            );
+        }
+    }
+}
+
+/// The keys kube-core's schema model reads; a null value of one of them is dropped.
+const MODEL_KEYS: &[&str] = &[
+    "description",
+    "type",
+    "format",
+    "enum",
+    "items",
+    "additionalItems",
+    "maxItems",
+    "minItems",
+    "contains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+];
+
+/// Does what kube-core's round trip does to this node (its children already rewritten) and
+/// returns true, or returns false if the node needs the rewriter itself. A node is only changed
+/// when it returns true.
+fn normalize_for_rewriter(schema: &mut Schema) -> bool {
+    let Some(node) = schema.as_object_mut() else {
+        return true;
+    };
+    if ["anyOf", "oneOf", "uniqueItems"]
+        .iter()
+        .any(|k| node.contains_key(*k))
+    {
+        return false;
+    }
+    if MODEL_KEYS
+        .iter()
+        .any(|k| node.get(*k).is_some_and(Value::is_null))
+        || node.get("description").is_some_and(|d| !d.is_string())
+        || node.get("required").is_some_and(|r| {
+            r.as_array()
+                .is_none_or(|names| !names.iter().all(Value::is_string))
+        })
+    {
+        return false;
+    }
+    for key in ["properties", "patternProperties"] {
+        if node.get(key).is_some_and(|p| !p.is_object()) {
+            return false;
+        }
+    }
+    if node
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty())
+        && node
+            .get("additionalProperties")
+            .is_some_and(Value::is_boolean)
+    {
+        return false;
+    }
+    // The model keeps `required` as a set and omits empty collections.
+    if let Some(Value::Array(names)) = node.get_mut("required") {
+        names.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        names.dedup();
+    }
+    for key in ["required", "properties", "patternProperties"] {
+        let empty = match node.get(key) {
+            Some(Value::Array(items)) => items.is_empty(),
+            Some(Value::Object(map)) => map.is_empty(),
+            _ => false,
+        };
+        if empty {
+            node.remove(key);
+        }
+    }
+    true
+}
+
+/// Past this many nodes the arena starts over: sharing pays off within a project's few
+/// large library types, and an unbounded arena would grow with the project.
+const ARENA_LIMIT: usize = 20_000;
+
+impl Transforms {
+    /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
+    ///
+    /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
+    /// `crd()` would panic at run time); that panic is returned as a message instead.
+    pub fn apply(&mut self, schema: &mut Schema) -> Result<(), String> {
+        if self.arena.values.len() > ARENA_LIMIT {
+            self.arena = Arena::default();
+        }
+        let generator = &mut self.generator;
+        let arena = &mut self.arena;
+        super::error::catch_panic(|| {
+            let mut transforms: Vec<&mut dyn Transform> = generator
+                .transforms_mut()
+                .map(|t| t as &mut dyn Transform)
+                .collect();
+            apply(schema, &mut transforms, arena);
+        })
+    }
+}
+
 /// Transforms `schema` with `transforms`, bottom-up.
 pub fn apply(schema: &mut Schema, transforms: &mut [&mut dyn Transform], arena: &mut Arena) {
     let root = std::mem::replace(schema, Schema::from(true)).to_value();
@@ -179,4 +344,54 @@ fn process(node: Value, transforms: &mut [&mut dyn Transform], arena: &mut Arena
     };
     arena.done.insert(memo_key, result.clone());
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// kopgen's rewriter and kube-core's agree on every shape the shortcut handles or refuses.
+    #[test]
+    fn rewriter_shortcut_matches_kube_core() {
+        let cases = [
+            json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}, "required": ["b", "a", "b"]}),
+            json!({"type": "object", "properties": {}, "required": []}),
+            json!({"type": "object", "patternProperties": {}}),
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}),
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}),
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}),
+            json!({"description": null, "type": "string"}),
+            json!({"description": 5, "type": "string"}),
+            json!({"type": "string", "format": null}),
+            json!({"type": "object", "required": ["a", 1]}),
+            json!({"type": "object", "properties": []}),
+            json!({"type": "strange"}),
+            json!({"type": "integer", "maxItems": -1, "default": null}),
+            json!({"oneOf": [{"type": "string", "enum": ["A"]}, {"type": "string", "enum": ["B"]}]}),
+            json!({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}]}),
+            json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}, "x-kubernetes-int-or-string": true}),
+            json!(true),
+        ];
+        for case in cases {
+            let mut ours = Schema::try_from(case.clone()).expect("schema");
+            let mut theirs = ours.clone();
+            StructuralRewriter.transform(&mut ours);
+            StructuralSchemaRewriter.transform(&mut theirs);
+            assert_eq!(ours, theirs, "on {case}");
+        }
+    }
+
+    #[test]
+    fn shortcut_applies_to_plain_struct_nodes() {
+        let mut node = Schema::try_from(
+            json!({"type": "object", "properties": {"b": {}, "a": {}}, "required": ["b", "a"]}),
+        )
+        .expect("schema");
+        assert!(normalize_for_rewriter(&mut node));
+        assert_eq!(node.get("required"), Some(&json!(["a", "b"])));
+        let mut hoisted = Schema::try_from(json!({"oneOf": []})).expect("schema");
+        assert!(!normalize_for_rewriter(&mut hoisted));
+    }
 }

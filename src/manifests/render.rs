@@ -1,0 +1,123 @@
+//! The render stage: from the derived versions of one kind to its YAML file (transforms, merge,
+//! description limit, lint, serialization). It holds no syntax tree, so `generate` runs it on
+//! worker threads while the derive stage, which must stay on the parsing thread, goes on.
+
+use std::path::PathBuf;
+
+use super::{
+    HEADER, Options, Output,
+    crd::{self, Derived},
+    error::SourceError,
+    lint,
+    transform::Transforms,
+};
+
+/// Every version of one (group, kind), derived.
+pub struct Job {
+    /// Position of the kind in the run, so results are ordered whatever thread rendered them.
+    pub position: usize,
+    pub versions: Vec<Derived>,
+}
+
+/// One kind's file and the lint findings on its CRD (located in the source by the caller).
+pub struct Rendered {
+    pub position: usize,
+    pub output: Output,
+    pub crd_name: String,
+    pub findings: Vec<lint::Finding>,
+}
+
+/// Renders one kind: each version through the transforms, then one CRD as `merge_crds` builds it.
+pub fn render(
+    job: Job,
+    transforms: &mut Transforms,
+    options: &Options,
+) -> Result<Rendered, Vec<SourceError>> {
+    let mut versions = job.versions;
+    versions.sort_by_key(|d| crd::version_priority(d.version()));
+    let Some(first) = versions.first() else {
+        return Err(Vec::new());
+    };
+    let first_at = first.at.clone();
+    // Named after the first version in priority order, whichever version is stored.
+    let path = PathBuf::from(format!(
+        "{}_{}.yaml",
+        first.crd.spec.group, first.crd.spec.names.plural
+    ));
+    let stored: Vec<(String, SourceError)> = versions
+        .iter()
+        .filter(|d| d.storage())
+        .map(|d| (d.version().to_owned(), d.at.clone()))
+        .collect();
+    let mut crds = Vec::with_capacity(versions.len());
+    let mut errors = Vec::new();
+    for derived in versions {
+        match crd::render(derived, transforms) {
+            Ok(crd) => crds.push(crd),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let kind = crds
+        .first()
+        .map(|c| c.spec.names.kind.clone())
+        .unwrap_or_default();
+    let mut merged = if crds.len() == 1 {
+        crds.remove(0)
+    } else {
+        match stored.as_slice() {
+            [(version, _)] => kube_core::crd::merge_crds(crds, version).map_err(|e| {
+                vec![SourceError {
+                    message: format!("cannot merge the versions of {kind}: {e}"),
+                    ..first_at.clone()
+                }]
+            })?,
+            [] => {
+                return Err(vec![
+                    SourceError {
+                        message: format!("no version of {kind} is the storage version"),
+                        ..first_at
+                    }
+                    .help("exactly one version needs storage (the default); remove `storage = false` from one"),
+                ]);
+            }
+            [(a, at), (b, b_at), ..] => {
+                let second = format!("{}:{}", b_at.file.display(), b_at.line);
+                return Err(vec![
+                    SourceError {
+                        message: format!(
+                            "{a} and {b} (at {second}) are both storage versions of {kind}"
+                        ),
+                        ..at.clone()
+                    }
+                    .help("mark all but one version with #[kube(storage = false)]"),
+                ]);
+            }
+        }
+    };
+    if let Some(max) = options.max_desc_len {
+        lint::truncate_descriptions(&mut merged, max);
+    }
+    let findings = if options.lint {
+        lint::check(&merged)
+    } else {
+        Vec::new()
+    };
+    let yaml = crd::to_yaml(&merged).map_err(|e| {
+        vec![SourceError {
+            message: e,
+            ..first_at
+        }]
+    })?;
+    Ok(Rendered {
+        position: job.position,
+        output: Output {
+            path,
+            contents: format!("{HEADER}{yaml}"),
+        },
+        crd_name: merged.metadata.name.clone().unwrap_or_default(),
+        findings,
+    })
+}
