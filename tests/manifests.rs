@@ -229,12 +229,61 @@ fn errors_point_at_the_rust_source() {
     );
     assert_error(
         &format!(
-            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Manual,\n}}\n#[derive(JsonSchema)]\n#[serde(default)]\npub struct Manual {{ pub n: i32 }}\nimpl Default for Manual {{ fn default() -> Self {{ Self {{ n: 7 }} }} }}\n"
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Manual,\n}}\n#[derive(JsonSchema)]\n#[serde(default)]\npub struct Manual {{ pub n: i32 }}\nimpl Default for Manual {{ fn default() -> Self {{ let n = 7; Self {{ n }} }} }}\n"
+        ),
+        &[
+            "src/lib.rs:12:30:",
+            "`impl Default for Manual` is not a single expression",
+            "help: kopgen folds literals",
+        ],
+    );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Manual,\n}}\n#[derive(JsonSchema)]\n#[serde(default)]\npub struct Manual {{ pub n: i32 }}\n"
         ),
         &[
             "src/lib.rs:11:12:",
-            "uses a hand-written `Default`",
-            "help: derive Default",
+            "`#[serde(default)]` on `Manual` needs a `Default`",
+            "help: derive Default, write `impl Default`",
+        ],
+    );
+    // A regex kopgen cannot read statically: built by a function, or from another crate.
+    assert_error(
+        &format!(
+            "{header}static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(build);
+{derive}{kube}pub struct ESpec {{
+    #[validate(regex(path = *RE))]
+    pub x: String,
+}}
+"
+        ),
+        &[
+            "src/lib.rs:8:22:",
+            "cannot find the pattern of `RE`",
+            "help: point `path` at a `const NAME: &str",
+        ],
+    );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{
+    #[validate(regex(path = *other::RE))]
+    pub x: String,
+}}
+"
+        ),
+        &["src/lib.rs:7:22:", "cannot find the pattern of `other::RE`"],
+    );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{
+    #[schemars(inner(title = \"t\"))]
+    pub x: Vec<String>,
+}}
+"
+        ),
+        &[
+            "src/lib.rs:7:22:",
+            "`title` is not a validation schemars applies to the items of an array",
         ],
     );
 }

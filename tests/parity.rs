@@ -57,6 +57,7 @@ schemars = { version = "1", features = ["chrono04", "jiff02"] }
 chrono = { version = "0.4", features = ["serde"] }
 garde = { version = "0.23", features = ["derive", "email", "url", "regex"] }
 validator = { version = "0.21", features = ["derive"] }
+regex = "1"
 jiff = { version = "0.2", features = ["serde"] }
 serde = { version = "1", features = ["derive", "rc"] }
 serde_json = "1"

@@ -186,6 +186,8 @@ pub struct ContainerAttrs {
     pub kube_schema: bool,
     /// Whether the type derives `Default` (what `#[serde(default)]` on it then means).
     pub derives_default: bool,
+    /// The struct's name, set by the schema builder, to find a hand-written `impl Default`.
+    pub ident: Option<String>,
     pub meta: Metadata,
 }
 
@@ -225,7 +227,7 @@ pub struct Metadata {
     pub unsupported: Vec<(String, Span)>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Validation {
     Range {
         min: Option<serde_json::Value>,
@@ -239,6 +241,14 @@ pub enum Validation {
     Pattern(String),
     Format(&'static str),
     Contains(String),
+    /// `inner(...)`: validations of the items of an array (schemars' `apply_inner_validation`).
+    Inner(Vec<Validation>),
+    /// `#[validate(regex(path = RE))]`: the pattern the regex at `path` was built from, which
+    /// the schema builder looks up (schemars writes `RE.to_string()`).
+    RegexPath {
+        path: Vec<String>,
+        span: Span,
+    },
 }
 
 impl Default for ContainerAttrs {
@@ -257,6 +267,7 @@ impl Default for ContainerAttrs {
             from: None,
             kube_schema: false,
             derives_default: false,
+            ident: None,
             meta: Metadata::default(),
         }
     }
@@ -406,6 +417,8 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             })?;
             out.validations.push(Validation::Length { min, max, equal });
         }
+        // schemars' and garde's `pattern(expr)`.
+        "pattern" if meta.input.peek(syn::token::Paren) => garde_pattern(meta, out)?,
         "regex" | "pattern" => {
             if meta.input.peek(syn::Token![=]) {
                 let value: Expr = meta.value()?.parse()?;
@@ -465,7 +478,12 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
                 None => out.unsupported.push((name, meta.path.span())),
             }
         }
-        "transform" | "inner" | "crate" | "bound" => {
+        "inner" => {
+            let inner = inner_validations(meta, false)?;
+            out.validations.push(Validation::Inner(inner.validations));
+            out.unsupported.extend(inner.unsupported);
+        }
+        "transform" | "crate" | "bound" => {
             if name != "crate" && name != "bound" {
                 out.unsupported.push((name, meta.path.span()));
             }
@@ -474,6 +492,91 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The validation keys of an `inner(...)` list, for the items of an array. In garde's attribute
+/// (`garde = true`) garde's own pattern syntax applies and keys schemars ignores are skipped.
+fn inner_validations(meta: &ParseNestedMeta, garde: bool) -> syn::Result<Metadata> {
+    let mut inner = Metadata::default();
+    meta.parse_nested_meta(|m| {
+        let key = path_name(&m.path);
+        match key.as_str() {
+            "inner" => {
+                let nested = inner_validations(&m, garde)?;
+                inner
+                    .validations
+                    .push(Validation::Inner(nested.validations));
+                inner.unsupported.extend(nested.unsupported);
+            }
+            "length" | "range" | "regex" | "pattern" | "contains" | "email" | "url" | "ip"
+            | "ipv4" | "ipv6" => {
+                parse_metadata(&m, &mut inner)?;
+            }
+            "required" => {}
+            _ if garde => skip_value(&m)?,
+            _ => {
+                return Err(m.error(format!(
+                    "`{key}` is not a validation schemars applies to the items of an array"
+                )));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(inner)
+}
+
+/// `pattern("...")`, as schemars and garde write it.
+fn garde_pattern(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let value: Expr = content.parse()?;
+    match expr_to_json(&value) {
+        Some(serde_json::Value::String(p)) => out.validations.push(Validation::Pattern(p)),
+        _ => out
+            .unsupported
+            .push(("garde(pattern)".into(), meta.path.span())),
+    }
+    Ok(())
+}
+
+/// validator's `regex(path = RE)` (also `path = "RE"`, `*RE`, `&RE`): the path of the regex.
+fn validate_regex(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()> {
+    let mut found = None;
+    meta.parse_nested_meta(|m| {
+        if m.path.is_ident("path") {
+            let mut expr: Expr = m.value()?.parse()?;
+            if let Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) = &expr
+            {
+                expr = s.parse()?;
+            }
+            loop {
+                expr = match expr {
+                    Expr::Unary(syn::ExprUnary {
+                        op: syn::UnOp::Deref(_),
+                        expr,
+                        ..
+                    }) => *expr,
+                    Expr::Reference(r) => *r.expr,
+                    Expr::Paren(p) => *p.expr,
+                    other => break found = Some((other, m.path.span())),
+                };
+            }
+        } else {
+            skip_value(&m)?;
+        }
+        Ok(())
+    })?;
+    match found {
+        Some((Expr::Path(p), span)) => out.validations.push(Validation::RegexPath {
+            path: super::resolve::path_segments(&p.path),
+            span,
+        }),
+        Some((_, span)) => out.unsupported.push(("validate(regex)".into(), span)),
+        None => return Err(meta.error("validate(regex(...)) needs `path = ...`")),
+    }
+    Ok(())
 }
 
 /// A string literal, or `concat!`-free text of another expression (for error messages).
@@ -856,6 +959,7 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
         .filter(|a| a.path().is_ident("validate") || a.path().is_ident("garde"))
     {
         // schemars reads the validation keys of validator's and garde's attributes too.
+        let is_garde = attr.path().is_ident("garde");
         attr.parse_nested_meta(|meta| {
             let key = path_name(&meta.path);
             match key.as_str() {
@@ -863,25 +967,14 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
                 "length" | "range" | "email" | "url" | "ip" | "ipv4" | "ipv6" | "contains" => {
                     parse_metadata(&meta, &mut out.meta)?;
                 }
-                "pattern" => {
-                    let content;
-                    syn::parenthesized!(content in meta.input);
-                    let value: Expr = content.parse()?;
-                    match expr_to_json(&value) {
-                        Some(serde_json::Value::String(p)) => {
-                            out.meta.validations.push(Validation::Pattern(p))
-                        }
-                        _ => out
-                            .meta
-                            .unsupported
-                            .push(("garde(pattern)".into(), meta.path.span())),
-                    }
-                }
-                "regex" => {
+                "pattern" if is_garde => garde_pattern(&meta, &mut out.meta)?,
+                "regex" if !is_garde => validate_regex(&meta, &mut out.meta)?,
+                "inner" if is_garde => {
+                    let inner = inner_validations(&meta, true)?;
                     out.meta
-                        .unsupported
-                        .push(("validate(regex)".into(), meta.path.span()));
-                    skip_value(&meta)?;
+                        .validations
+                        .push(Validation::Inner(inner.validations));
+                    out.meta.unsupported.extend(inner.unsupported);
                 }
                 _ => skip_value(&meta)?,
             }

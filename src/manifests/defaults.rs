@@ -18,7 +18,7 @@ use super::{
 };
 
 const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, \
-                    constants, std defaults and derived `Default` of this crate's types; make the default one of those";
+                    constants, std defaults and `Default` (derived, or an `impl Default` whose body is one such expression) of this crate's types; make the default one of those";
 
 /// The struct-level `#[serde(default)]` a field falls back to.
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +74,29 @@ pub fn call(
     env: &Env,
 ) -> Result<Value, SourceError> {
     Folder { index, env }.call(file, module, path)
+}
+
+/// `T::default()` of a hand-written `impl Default for T` in `module`, folded; `None` if there
+/// is no such impl.
+pub fn impl_default(
+    index: &Index,
+    module: &str,
+    name: &str,
+    env: &Env,
+) -> Result<Option<Value>, SourceError> {
+    let Some(function) = index
+        .default_impls
+        .get(&(module.to_owned(), name.to_owned()))
+    else {
+        return Ok(None);
+    };
+    let Some(item) = index.modules.get(module).and_then(|m| m.items.get(name)) else {
+        return Ok(None);
+    };
+    let file = index.file(&index.items[*item]).to_path_buf();
+    Folder { index, env }
+        .hand_written_default(&file, module, name, function)
+        .map(Some)
 }
 
 /// The schema a `#[schemars(schema_with = "f")]` function returns, when its body is a
@@ -244,6 +267,14 @@ impl Folder<'_> {
         let item = &self.index.items[item_index];
         let item_file = self.index.file(item).to_path_buf();
         let module = item.module.clone();
+        if all_default
+            && let Some(function) = self
+                .index
+                .default_impls
+                .get(&(module.clone(), item.name.clone()))
+        {
+            return self.hand_written_default(&item_file, &module, &item.name, function);
+        }
         match &item.kind {
             ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
             ItemKind::Struct(s) if !all_default || attrs::derives(&s.attrs, "Default") => {
@@ -331,6 +362,28 @@ impl Folder<'_> {
             )
             .help(HELP)),
         }
+    }
+
+    /// `T::default()` of a hand-written `impl Default for T`: its body folded like a default
+    /// function's, with `Self` standing for `T`.
+    fn hand_written_default(
+        &self,
+        file: &Path,
+        module: &str,
+        name: &str,
+        function: &syn::ImplItemFn,
+    ) -> Result<Value, SourceError> {
+        let expr = tail_expr(&function.block).ok_or_else(|| {
+            SourceError::at(
+                file,
+                function.sig.ident.span(),
+                format!("`impl Default for {name}` is not a single expression"),
+            )
+            .help(HELP)
+        })?;
+        let replaced = replace_self(quote::ToTokens::to_token_stream(expr), name);
+        let expr: Expr = syn::parse2(replaced).map_err(|e| super::schema::syn_error(file, e))?;
+        self.expr(file, module, &expr)
     }
 
     /// Folds a call of the default function at `path` (written in `module`).
@@ -492,6 +545,26 @@ fn first_type_arg(path: &syn::Path) -> Option<&Type> {
 }
 
 /// The value expression of a function body made of one expression (or `return expr;`).
+/// `tokens` with every `Self` replaced by `name` (same spans, so errors still point at the impl).
+fn replace_self(tokens: proc_macro2::TokenStream, name: &str) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, Ident, TokenTree};
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Ident(ident) if ident == "Self" => {
+                TokenTree::Ident(Ident::new(name, ident.span()))
+            }
+            TokenTree::Group(group) => {
+                let mut replaced =
+                    Group::new(group.delimiter(), replace_self(group.stream(), name));
+                replaced.set_span(group.span());
+                TokenTree::Group(replaced)
+            }
+            other => other,
+        })
+        .collect()
+}
+
 fn tail_expr(block: &syn::Block) -> Option<&Expr> {
     match block.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => Some(e),

@@ -19,6 +19,8 @@ pub enum ItemKind {
     Alias(syn::ItemType),
     Fn(syn::ItemFn),
     Const(syn::ItemConst),
+    /// Read for `#[validate(regex(path = ...))]`, whose pattern a static regex holds.
+    Static(syn::ItemStatic),
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +50,9 @@ pub struct Index {
     pub files: Vec<PathBuf>,
     pub items: Vec<IndexedItem>,
     pub modules: HashMap<String, Module>,
+    /// Hand-written `impl Default for T { fn default() -> Self { .. } }`, by (module, `T`):
+    /// kopgen folds a body that is one foldable expression.
+    pub default_impls: HashMap<(String, String), syn::ImplItemFn>,
 }
 
 impl IndexedItem {
@@ -59,6 +64,7 @@ impl IndexedItem {
             ItemKind::Alias(a) => a.ident.span(),
             ItemKind::Fn(f) => f.sig.ident.span(),
             ItemKind::Const(c) => c.ident.span(),
+            ItemKind::Static(s) => s.ident.span(),
         }
     }
 }
@@ -81,9 +87,14 @@ impl Index {
                 Item::Type(t) => (t.ident.to_string(), ItemKind::Alias(t)),
                 Item::Fn(f) => (f.sig.ident.to_string(), ItemKind::Fn(f)),
                 Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c)),
+                Item::Static(s) => (s.ident.to_string(), ItemKind::Static(s)),
                 Item::Use(u) => {
                     let mut prefix = Vec::new();
                     self.add_use(module, &u.tree, &mut prefix);
+                    continue;
+                }
+                Item::Impl(imp) => {
+                    self.add_default_impl(module, imp);
                     continue;
                 }
                 Item::Mod(m) => {
@@ -106,6 +117,33 @@ impl Index {
                 file,
             });
             self.module_mut(module).items.insert(name, index);
+        }
+    }
+
+    fn add_default_impl(&mut self, module: &str, imp: syn::ItemImpl) {
+        let Some((_, trait_path, _)) = &imp.trait_ else {
+            return;
+        };
+        let is_default = trait_path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Default");
+        let syn::Type::Path(self_ty) = &*imp.self_ty else {
+            return;
+        };
+        let Some(name) = self_ty.path.segments.last().map(|s| s.ident.to_string()) else {
+            return;
+        };
+        if !is_default || !imp.generics.params.is_empty() {
+            return;
+        }
+        let function = imp.items.into_iter().find_map(|item| match item {
+            syn::ImplItem::Fn(f) if f.sig.ident == "default" => Some(f),
+            _ => None,
+        });
+        if let Some(function) = function {
+            self.default_impls
+                .insert((module.to_owned(), name), function);
         }
     }
 

@@ -82,6 +82,50 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// A field's attributes, with `validate(regex(path = ...))` looked up in the sources.
+    fn field_attrs(
+        &self,
+        file: &Path,
+        module: &str,
+        attrs: &[syn::Attribute],
+    ) -> Result<FieldAttrs, SourceError> {
+        let mut fattrs = attrs::field_attrs(attrs).map_err(|e| syn_error(file, e))?;
+        let mut validations = std::mem::take(&mut fattrs.meta.validations);
+        self.resolve_regex_paths(file, module, &mut validations)?;
+        fattrs.meta.validations = validations;
+        Ok(fattrs)
+    }
+
+    fn resolve_regex_paths(
+        &self,
+        file: &Path,
+        module: &str,
+        validations: &mut [Validation],
+    ) -> Result<(), SourceError> {
+        for validation in validations {
+            match validation {
+                Validation::Inner(inner) => self.resolve_regex_paths(file, module, inner)?,
+                Validation::RegexPath { path, span } => {
+                    let pattern = regex_pattern(self.index, module, path).ok_or_else(|| {
+                        SourceError::at(
+                            file,
+                            *span,
+                            format!("kopgen cannot find the pattern of `{}`", path.join("::")),
+                        )
+                        .help(
+                            "point `path` at a `const NAME: &str = \"...\"` or a \
+                             `static NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(\"...\").unwrap())` \
+                             in this crate, or write #[schemars(regex(pattern = \"...\"))]",
+                        )
+                    })?;
+                    *validation = Validation::Pattern(pattern);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
         let ty = scoped.ty;
         match ty {
@@ -370,11 +414,18 @@ impl<'a> Builder<'a> {
         let mut cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
         cattrs.kube_schema = attrs::derives(&item.attrs, "KubeSchema");
         cattrs.derives_default = attrs::derives(&item.attrs, "Default");
-        if cattrs.default == DefaultAttr::Default && !cattrs.derives_default {
+        cattrs.ident = Some(item.ident.to_string());
+        if cattrs.default == DefaultAttr::Default
+            && !cattrs.derives_default
+            && !self
+                .index
+                .default_impls
+                .contains_key(&(module.to_owned(), item.ident.to_string()))
+        {
             return Err(SourceError::at(file, item.ident.span(), format!(
-                "`#[serde(default)]` on `{}` uses a hand-written `Default`, which kopgen cannot run", item.ident
+                "`#[serde(default)]` on `{}` needs a `Default`, and kopgen finds neither a derived one nor an `impl Default` in its module", item.ident
             ))
-            .help("derive Default, or use `#[serde(default = \"f\")]` with a function returning a struct literal"));
+            .help("derive Default, write `impl Default` beside the struct, or use `#[serde(default = \"f\")]`"));
         }
         report_unsupported(file, &cattrs.meta)?;
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
@@ -406,7 +457,7 @@ impl<'a> Builder<'a> {
             Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
                 // A newtype struct has the schema of its field.
                 let field = &unnamed.unnamed[0];
-                let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+                let fattrs = self.field_attrs(file, module, &field.attrs)?;
                 let mut built = self
                     .field_type_schema(file, module, field, &fattrs, env)?
                     .schema;
@@ -498,6 +549,11 @@ impl<'a> Builder<'a> {
         // `#[serde(default = "f")]` on the struct: fields default to `f()`'s fields.
         let container_value = match &cattrs.default {
             DefaultAttr::Path(path) => Some(defaults::call(self.index, file, module, path, env)?),
+            // A hand-written `impl Default`: each field takes its value in `T::default()`.
+            DefaultAttr::Default if !cattrs.derives_default => match &cattrs.ident {
+                Some(name) => defaults::impl_default(self.index, module, name, env)?,
+                None => None,
+            },
             _ => None,
         };
         for field in fields {
@@ -513,7 +569,7 @@ impl<'a> Builder<'a> {
             } else {
                 &field.attrs
             };
-            let fattrs = attrs::field_attrs(field_attrs).map_err(|e| syn_error(file, e))?;
+            let fattrs = self.field_attrs(file, module, field_attrs)?;
             report_unsupported(file, &fattrs.meta)?;
             // kube-derive's schema describes deserialization (schemars' default contract).
             if fattrs.skip_deserializing {
@@ -778,7 +834,7 @@ impl<'a> Builder<'a> {
             Fields::Unit => Ok(json_schema_null()),
             Fields::Unnamed(f) if f.unnamed.len() == 1 => {
                 let field = &f.unnamed[0];
-                let fattrs = attrs::field_attrs(&field.attrs).map_err(|e| syn_error(file, e))?;
+                let fattrs = self.field_attrs(file, module, &field.attrs)?;
                 let mut schema = self
                     .field_type_schema(file, module, field, &fattrs, env)?
                     .schema;
@@ -1012,6 +1068,66 @@ fn apply_validation(schema: &mut Schema, validation: &Validation) {
         Validation::Format(f) => {
             schema.insert("format".into(), (*f).into());
         }
+        Validation::Inner(inner) => {
+            if let Some(items) = schema.get_mut("items")
+                && let Ok(items) = <&mut Schema>::try_from(items)
+            {
+                for validation in inner {
+                    apply_validation(items, validation);
+                }
+            }
+        }
+        // Resolved to `Pattern` when the field's attributes are read.
+        Validation::RegexPath { .. } => {}
+    }
+}
+
+/// The pattern string of the regex a `validate(regex(path))` names: a string constant or
+/// static, or a static built with `Regex::new("...")` (in `LazyLock::new`, `Lazy::new`, ...),
+/// whose `to_string()` is that pattern.
+fn regex_pattern(index: &Index, module: &str, path: &[String]) -> Option<String> {
+    let Resolved::Local(item) = index.resolve(module, path)? else {
+        return None;
+    };
+    match &index.items[item].kind {
+        ItemKind::Const(c) => string_literal(&c.expr),
+        ItemKind::Static(s) => string_literal(&s.expr).or_else(|| regex_literal(&s.expr)),
+        _ => None,
+    }
+}
+
+fn string_literal(expr: &syn::Expr) -> Option<String> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+/// The literal of a `Regex::new("...")` call inside a static's initializer.
+fn regex_literal(expr: &syn::Expr) -> Option<String> {
+    use syn::Expr;
+    match expr {
+        Expr::Call(call) => {
+            let is_regex_new = matches!(&*call.func, Expr::Path(p)
+                if p.path.segments.len() >= 2
+                    && p.path.segments.iter().rev().nth(1).is_some_and(|s| s.ident == "Regex")
+                    && p.path.segments.last().is_some_and(|s| s.ident == "new"));
+            if is_regex_new && call.args.len() == 1 {
+                return call.args.first().and_then(string_literal);
+            }
+            call.args.iter().find_map(regex_literal)
+        }
+        Expr::MethodCall(m) => regex_literal(&m.receiver),
+        Expr::Closure(c) => regex_literal(&c.body),
+        Expr::Paren(p) => regex_literal(&p.expr),
+        Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => regex_literal(e),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
