@@ -286,6 +286,16 @@ fn errors_point_at_the_rust_source() {
             "`title` is not a validation schemars applies to the items of an array",
         ],
     );
+    assert_error(
+        &format!(
+            "{header}fn t(schema: &mut schemars::Schema) {{\n    let key = \"a\";\n    schema.remove(key);\n}}\n{derive}{kube}pub struct ESpec {{\n    #[schemars(transform = t)]\n    pub x: String,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:5:5:",
+            "kopgen cannot fold `transform = t` statically",
+            "help: kopgen folds transform functions",
+        ],
+    );
 }
 
 /// Inputs the fuzzer found: each must give an error, never a panic.

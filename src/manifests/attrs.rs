@@ -58,6 +58,13 @@ pub struct KubeAttrs {
     pub unsupported: Vec<(String, Span)>,
 }
 
+/// One statement of a transform function kopgen can fold.
+#[derive(Debug, Clone)]
+pub enum SchemaOp {
+    Insert(String, serde_json::Value),
+    Remove(String),
+}
+
 /// The case conventions of `#[serde(rename_all = "...")]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenameRule {
@@ -225,6 +232,10 @@ pub struct Metadata {
     /// `#[x_kube(merge_strategy = ...)]`, as written.
     pub x_kube_merge: Option<Expr>,
     pub unsupported: Vec<(String, Span)>,
+    /// `#[schemars(transform = f)]`, as written; the schema builder folds `f` into `ops`.
+    pub transforms: Vec<(Vec<String>, Span)>,
+    /// What the transform functions do, once folded: applied after `extend`, as schemars does.
+    pub transform_ops: Vec<SchemaOp>,
 }
 
 #[derive(Debug, Clone)]
@@ -483,12 +494,16 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             out.validations.push(Validation::Inner(inner.validations));
             out.unsupported.extend(inner.unsupported);
         }
-        "transform" | "crate" | "bound" => {
-            if name != "crate" && name != "bound" {
-                out.unsupported.push((name, meta.path.span()));
+        "transform" => {
+            let value: Expr = meta.value()?.parse()?;
+            match value {
+                Expr::Path(p) => out
+                    .transforms
+                    .push((super::resolve::path_segments(&p.path), p.path.span())),
+                _ => out.unsupported.push((name, meta.path.span())),
             }
-            skip_value(meta)?;
         }
+        "crate" | "bound" => skip_value(meta)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -20,6 +20,7 @@ pub mod render;
 pub mod resolve;
 pub mod schema;
 pub mod transform;
+pub mod transform_fn;
 
 use std::{collections::BTreeMap, path::PathBuf};
 

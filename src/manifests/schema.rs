@@ -82,6 +82,46 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// A container's or variant's attributes, with `transform` functions folded.
+    fn container_attrs(
+        &self,
+        file: &Path,
+        module: &str,
+        attrs: &[syn::Attribute],
+    ) -> Result<ContainerAttrs, SourceError> {
+        let mut cattrs = attrs::container_attrs(attrs).map_err(|e| syn_error(file, e))?;
+        self.fold_transforms(file, module, &mut cattrs.meta)?;
+        Ok(cattrs)
+    }
+
+    /// Folds each `#[schemars(transform = f)]` into the statements of `f`.
+    fn fold_transforms(
+        &self,
+        file: &Path,
+        module: &str,
+        meta: &mut Metadata,
+    ) -> Result<(), SourceError> {
+        for (path, span) in std::mem::take(&mut meta.transforms) {
+            let ops = super::transform_fn::fold(self.index, module, &path).map_err(|at| {
+                let error = SourceError::at(
+                    file,
+                    span,
+                    format!(
+                        "kopgen cannot fold `transform = {}` statically",
+                        path.join("::")
+                    ),
+                );
+                let error = match at {
+                    Some((item_file, span)) => error.with_location(&item_file, span),
+                    None => error,
+                };
+                error.help(super::transform_fn::HELP)
+            })?;
+            meta.transform_ops.extend(ops);
+        }
+        Ok(())
+    }
+
     /// A field's attributes, with `validate(regex(path = ...))` looked up in the sources.
     fn field_attrs(
         &self,
@@ -93,6 +133,7 @@ impl<'a> Builder<'a> {
         let mut validations = std::mem::take(&mut fattrs.meta.validations);
         self.resolve_regex_paths(file, module, &mut validations)?;
         fattrs.meta.validations = validations;
+        self.fold_transforms(file, module, &mut fattrs.meta)?;
         Ok(fattrs)
     }
 
@@ -411,7 +452,7 @@ impl<'a> Builder<'a> {
         item: &syn::ItemStruct,
         env: &Env,
     ) -> Result<Schema, SourceError> {
-        let mut cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        let mut cattrs = self.container_attrs(file, module, &item.attrs)?;
         cattrs.kube_schema = attrs::derives(&item.attrs, "KubeSchema");
         cattrs.derives_default = attrs::derives(&item.attrs, "Default");
         cattrs.ident = Some(item.ident.to_string());
@@ -630,6 +671,7 @@ impl<'a> Builder<'a> {
             for (key, value) in &fattrs.meta.extend {
                 field_schema.insert(key.clone(), value.clone());
             }
+            apply_ops(&mut field_schema, &fattrs.meta.transform_ops);
             apply_x_kube(file, &mut field_schema, &fattrs.meta)?;
             let has_default = container_default.is_some() || fattrs.default != DefaultAttr::None;
             // Deserialize contract (kube-derive's): optional when it has a default, or is an
@@ -707,7 +749,7 @@ impl<'a> Builder<'a> {
         item: &syn::ItemEnum,
         env: &Env,
     ) -> Result<Schema, SourceError> {
-        let cattrs = attrs::container_attrs(&item.attrs).map_err(|e| syn_error(file, e))?;
+        let cattrs = self.container_attrs(file, module, &item.attrs)?;
         report_unsupported(file, &cattrs.meta)?;
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
@@ -722,7 +764,7 @@ impl<'a> Builder<'a> {
         let mut unit_names = Vec::new();
         let mut complex: Vec<Schema> = Vec::new();
         for variant in &item.variants {
-            let vattrs = attrs::container_attrs(&variant.attrs).map_err(|e| syn_error(file, e))?;
+            let vattrs = self.container_attrs(file, module, &variant.attrs)?;
             if vattrs.skip {
                 continue;
             }
@@ -736,6 +778,7 @@ impl<'a> Builder<'a> {
                 && vattrs.meta.title.is_none()
                 && vattrs.meta.description.is_none()
                 && vattrs.meta.extend.is_empty()
+                && vattrs.meta.transform_ops.is_empty()
                 && !vattrs.meta.deprecated;
             if cattrs.untagged {
                 let mut schema = self.variant_body(file, module, variant, &vattrs, &cattrs, env)?;
@@ -1002,6 +1045,21 @@ fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
     add_common_metadata(schema, meta);
     for (key, value) in &meta.extend {
         schema.insert(key.clone(), value.clone());
+    }
+    apply_ops(schema, &meta.transform_ops);
+}
+
+/// Folded `transform` functions, run as schemars runs them: after the extensions.
+fn apply_ops(schema: &mut Schema, ops: &[attrs::SchemaOp]) {
+    for op in ops {
+        match op {
+            attrs::SchemaOp::Insert(key, value) => {
+                schema.insert(key.clone(), value.clone());
+            }
+            attrs::SchemaOp::Remove(key) => {
+                schema.remove(key);
+            }
+        }
     }
 }
 
