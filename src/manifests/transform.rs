@@ -1,14 +1,15 @@
-//! Runs the generator's transforms (schemars' openapi3 set and kube-core's structural
-//! rewriting) bottom-up over a schema with identical results to running them over the whole
-//! tree, but in time linear in the schema's size.
+//! Runs the transforms of kube-derive's generator (schemars' openapi3 set and kube-core's
+//! structural rewriting) over a root schema, in the order `into_root_schema_for` runs them, with
+//! identical results but in time linear in the schema's size.
 //!
-//! kube-core's `StructuralSchemaRewriter` deserializes a node's entire subtree at every node,
-//! which is quadratic in depth. Here each node is transformed once, with its children already
-//! transformed and its grandchildren replaced by small placeholders, so every transform sees
-//! only a shallow tree. Equal subtrees share one placeholder (interned by content), so the
-//! rewriter's equality checks between variants still compare content. The transforms are
-//! idempotent on already-transformed subtrees (kopgen's parity tests check the result against
-//! kube-derive's `crd()` on every fixture and real-world CRD).
+//! The one transform that is not linear is kube-core's `StructuralSchemaRewriter`: at every node
+//! it deserializes the node's entire subtree into its own model and serializes it back, so a
+//! tree is re-read once per ancestor. kopgen's [`StructuralRewriter`] does what that round trip
+//! does directly on the nodes where the result is plain normalization (most of them), and at
+//! the others (`oneOf`/`anyOf`, `uniqueItems`, ...) runs kube-core's rewriter on a shallow copy:
+//! grandchildren are set aside behind placeholders (equal subtrees share one, so the rewriter's
+//! equality checks still compare content) and put back afterwards. Debug builds (every test)
+//! check each shortcut against kube-core.
 
 use std::collections::HashMap;
 
@@ -33,83 +34,6 @@ const SINGLE: &[&str] = &[
 const ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 const MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions"];
 
-/// Transformed nodes, shared by every CRD of one run.
-#[derive(Default)]
-pub struct Arena {
-    values: Vec<Value>,
-    ids: HashMap<String, usize>,
-    /// Nodes already transformed, keyed by their untransformed form with children as
-    /// placeholders: a type used in many places is transformed once.
-    done: HashMap<String, Value>,
-}
-
-impl Arena {
-    /// Interns a transformed (shallow) node and returns its placeholder.
-    fn intern(&mut self, value: Value) -> Value {
-        let key = value.to_string();
-        let id = match self.ids.get(&key) {
-            Some(id) => *id,
-            None => {
-                let id = self.values.len();
-                self.values.push(value);
-                self.ids.insert(key, id);
-                id
-            }
-        };
-        let mut placeholder = Map::new();
-        placeholder.insert(REF.into(), Value::from(id));
-        Value::Object(placeholder)
-    }
-
-    /// The interned node of a placeholder (with any keys a transform set on the placeholder
-    /// laid over it), or the value itself.
-    fn resolve(&self, value: &Value) -> Value {
-        if let Value::Object(map) = value
-            && let Some(id) = map.get(REF).and_then(Value::as_u64)
-            && let Some(stored) = self.values.get(id as usize)
-        {
-            let mut node = stored.clone();
-            if let Value::Object(node_map) = &mut node {
-                for (k, v) in map {
-                    if k != REF {
-                        node_map.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            return node;
-        }
-        value.clone()
-    }
-
-    /// Expands every placeholder, recursively, building each node once.
-    fn expand(&self, value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let stored = map
-                    .get(REF)
-                    .and_then(Value::as_u64)
-                    .and_then(|id| self.values.get(id as usize));
-                let mut out = match stored {
-                    Some(Value::Object(node)) => node
-                        .iter()
-                        .map(|(k, v)| (k.clone(), self.expand(v)))
-                        .collect(),
-                    Some(other) => return other.clone(),
-                    None => Map::new(),
-                };
-                for (k, v) in map {
-                    if k != REF {
-                        out.insert(k.clone(), self.expand(v));
-                    }
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.expand(v)).collect()),
-            other => other.clone(),
-        }
-    }
-}
-
 /// Applies `f` to every direct subschema of `node`.
 fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) {
     for (key, value) in node.iter_mut() {
@@ -130,12 +54,10 @@ fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) 
     }
 }
 
-/// The transforms of kube-derive's generator with the nodes they have already transformed: one
-/// per render thread, kept across the CRDs it renders so that a type shared by many CRDs is
-/// transformed once.
+/// The transforms of kube-derive's generator, with kube-core's rewriter replaced by
+/// [`StructuralRewriter`].
 pub struct Transforms {
     generator: schemars::SchemaGenerator,
-    arena: Arena,
 }
 
 impl Default for Transforms {
@@ -148,46 +70,131 @@ impl Default for Transforms {
         }
         Self {
             generator: schemars::SchemaGenerator::new(settings),
-            arena: Arena::default(),
         }
     }
 }
 
-/// kube-core's `StructuralSchemaRewriter`, without its serde round trip where that round trip
-/// cannot change the node.
+impl Transforms {
+    /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
+    ///
+    /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
+    /// `crd()` would panic at run time); that panic is returned as a message instead.
+    pub fn apply(&mut self, schema: &mut Schema) -> Result<(), String> {
+        let generator = &mut self.generator;
+        super::error::catch_panic(|| {
+            for transform in generator.transforms_mut() {
+                transform.transform(schema);
+            }
+        })
+    }
+}
+
+/// kube-core's `StructuralSchemaRewriter`, in linear time.
 ///
 /// The rewriter deserializes each node into its own schema model and serializes it back. Apart
 /// from hoisting `oneOf`/`anyOf`, dropping `uniqueItems` and folding a boolean
 /// `additionalProperties` beside `properties`, that round trip only normalizes: `required`
-/// sorted and deduplicated, empty `required`/`properties`/`patternProperties` and null values
-/// of its known keys dropped (and if the node does not fit its model, nothing changes). A node
-/// with none of those shapes, whose children were rewritten already, comes back unchanged, so
-/// it is left as it is; that is most nodes, and the round trip was most of the cost of
-/// `kopgen manifests`. Debug builds (so every test) check each skipped node against kube-core.
+/// sorted and deduplicated, empty `required`/`properties`/`patternProperties` dropped (and if
+/// the node does not fit its model, nothing changes). Such nodes, whose children were rewritten
+/// already, are normalized here directly; the others go to kube-core, shallow.
 #[derive(Debug, Clone)]
 pub struct StructuralRewriter;
 
 impl Transform for StructuralRewriter {
     fn transform(&mut self, schema: &mut Schema) {
-        #[cfg(debug_assertions)]
-        let original = schema.clone();
-        if !normalize_for_rewriter(schema) {
-            #[cfg(debug_assertions)]
-            {
-                *schema = original;
-            }
-            StructuralSchemaRewriter.transform(schema);
-            return;
-        }
         schemars::transform::transform_subschemas(self, schema);
         #[cfg(debug_assertions)]
+        let original = schema.clone();
+        if normalize_for_rewriter(schema) {
+            #[cfg(debug_assertions)]
+            {
+                let mut checked = original;
+                rewrite_shallow(&mut checked);
+                debug_assert_eq!(
+                    &checked, schema,
+                    "kopgen normalized a node differently from kube-core's rewriter"
+                );
+            }
+            return;
+        }
+        #[cfg(debug_assertions)]
         {
-            let mut checked = original;
-            StructuralSchemaRewriter.transform(&mut checked);
-            debug_assert_eq!(
-                &checked, schema,
-                "kopgen skipped kube-core's rewriter on a node it changes"
-            );
+            *schema = original;
+        }
+        rewrite_shallow(schema);
+    }
+}
+
+/// kube-core's rewriter on `schema` with its grandchildren set aside: its recursion then only
+/// revisits the (already rewritten) children, not the whole subtree.
+fn rewrite_shallow(schema: &mut Schema) {
+    let Some(node) = schema.as_object_mut() else {
+        StructuralSchemaRewriter.transform(schema);
+        return;
+    };
+    let mut aside = Aside::default();
+    for_each_child(node, |child| {
+        if let Value::Object(child) = child {
+            for_each_child(child, |grandchild| aside.hide(grandchild));
+        }
+    });
+    StructuralSchemaRewriter.transform(schema);
+    let mut value = std::mem::replace(schema, Schema::from(true)).to_value();
+    aside.restore(&mut value);
+    *schema = Schema::try_from(value).unwrap_or_else(|_| Schema::from(true));
+}
+
+/// Subtrees set aside behind placeholders, interned by content.
+#[derive(Default)]
+struct Aside {
+    subtrees: Vec<Value>,
+    ids: HashMap<String, usize>,
+}
+
+impl Aside {
+    fn hide(&mut self, subtree: &mut Value) {
+        if !subtree.is_object() {
+            return;
+        }
+        let key = subtree.to_string();
+        let id = match self.ids.get(&key) {
+            Some(id) => *id,
+            None => {
+                self.subtrees.push(std::mem::take(subtree));
+                self.ids.insert(key, self.subtrees.len() - 1);
+                self.subtrees.len() - 1
+            }
+        };
+        let mut placeholder = Map::new();
+        placeholder.insert(REF.into(), Value::from(id));
+        *subtree = Value::Object(placeholder);
+    }
+
+    /// Puts every subtree back where its placeholder ended up, with any keys the rewriter set
+    /// on the placeholder laid over it.
+    fn restore(&self, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                let stored = map
+                    .get(REF)
+                    .and_then(Value::as_u64)
+                    .and_then(|id| self.subtrees.get(id as usize));
+                if let Some(stored) = stored {
+                    let mut subtree = stored.clone();
+                    if let Value::Object(node) = &mut subtree {
+                        for (k, v) in std::mem::take(map) {
+                            if k != REF {
+                                node.insert(k, v);
+                            }
+                        }
+                    }
+                    *value = subtree;
+                    return;
+                }
+                map.values_mut().for_each(|v| self.restore(v));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.restore(v)),
+            _ => {}
         }
     }
 }
@@ -267,83 +274,6 @@ fn normalize_for_rewriter(schema: &mut Schema) -> bool {
         }
     }
     true
-}
-
-/// Past this many nodes the arena starts over: sharing pays off within a project's few
-/// large library types, and an unbounded arena would grow with the project.
-const ARENA_LIMIT: usize = 20_000;
-
-impl Transforms {
-    /// Runs the generator's transforms over `schema`, as `into_root_schema_for` does.
-    ///
-    /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
-    /// `crd()` would panic at run time); that panic is returned as a message instead.
-    pub fn apply(&mut self, schema: &mut Schema) -> Result<(), String> {
-        if self.arena.values.len() > ARENA_LIMIT {
-            self.arena = Arena::default();
-        }
-        let generator = &mut self.generator;
-        let arena = &mut self.arena;
-        super::error::catch_panic(|| {
-            let mut transforms: Vec<&mut dyn Transform> = generator
-                .transforms_mut()
-                .map(|t| t as &mut dyn Transform)
-                .collect();
-            apply(schema, &mut transforms, arena);
-        })
-    }
-}
-
-/// Transforms `schema` with `transforms`, bottom-up.
-pub fn apply(schema: &mut Schema, transforms: &mut [&mut dyn Transform], arena: &mut Arena) {
-    let root = std::mem::replace(schema, Schema::from(true)).to_value();
-    let placeholder = process(root, transforms, arena);
-    let expanded = arena.expand(&placeholder);
-    *schema = Schema::try_from(expanded).unwrap_or_else(|_| Schema::from(true));
-}
-
-/// Transforms `node` (whose subtree is untransformed) and returns its placeholder.
-fn process(node: Value, transforms: &mut [&mut dyn Transform], arena: &mut Arena) -> Value {
-    let Value::Object(mut map) = node else {
-        return node;
-    };
-    // 1. Children first, each to a placeholder.
-    for_each_child(&mut map, |child| {
-        let owned = std::mem::take(child);
-        *child = process(owned, transforms, arena);
-    });
-    // The result depends only on this node's own keys and its (transformed) children.
-    let memo_key = serde_json::to_string(&map).unwrap_or_default();
-    if let Some(done) = arena.done.get(&memo_key) {
-        return done.clone();
-    }
-    // 2. Bring the children back as their shallow transformed nodes (grandchildren stay placeholders).
-    for_each_child(&mut map, |child| *child = arena.resolve(child));
-    // 3. The transforms, on this shallow tree.
-    let mut shallow = match Schema::try_from(Value::Object(map)) {
-        Ok(schema) => schema,
-        Err(_) => return Value::Null,
-    };
-    for transform in transforms.iter_mut() {
-        transform.transform(&mut shallow);
-    }
-    // 4. Children back to placeholders, then this node.
-    let mut value = shallow.to_value();
-    if let Value::Object(map) = &mut value {
-        for_each_child(map, |child| {
-            if child.is_object() && child.get(REF).is_none() {
-                let owned = std::mem::take(child);
-                *child = arena.intern(owned);
-            }
-        });
-    }
-    let result = if value.is_object() {
-        arena.intern(value)
-    } else {
-        value
-    };
-    arena.done.insert(memo_key, result.clone());
-    result
 }
 
 #[cfg(test)]
