@@ -1039,14 +1039,24 @@ pub fn derives(attrs: &[Attribute], name: &str) -> bool {
         .iter()
         .filter(|a| a.path().is_ident("derive"))
         .any(|attr| {
-            let mut found = false;
-            let _ = attr.parse_nested_meta(|meta| {
-                if meta.path.segments.last().is_some_and(|s| s.ident == name) {
-                    found = true;
+            // A scan of the tokens, not a parse: this runs on every item of every file.
+            let syn::Meta::List(list) = &attr.meta else {
+                return false;
+            };
+            let mut last: Option<proc_macro2::Ident> = None;
+            for token in list.tokens.clone() {
+                match token {
+                    proc_macro2::TokenTree::Ident(ident) => last = Some(ident),
+                    // A comma ends a path: was its last segment `name`?
+                    proc_macro2::TokenTree::Punct(p)
+                        if p.as_char() == ',' && last.take().is_some_and(|i| i == name) =>
+                    {
+                        return true;
+                    }
+                    _ => {}
                 }
-                Ok(())
-            });
-            found
+            }
+            last.is_some_and(|i| i == name)
         })
 }
 

@@ -130,7 +130,7 @@ pub fn generate_with(
         versions.sort_by_key(|cr| crd::version_priority(cr.version()));
     }
     let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
+        .map_or(1, |n| usize::from(n).saturating_sub(1))
         .clamp(1, kinds.len().max(1));
     let (jobs, queue) = std::sync::mpsc::sync_channel::<render::Job>(2 * workers);
     let queue = std::sync::Mutex::new(queue);
