@@ -1091,6 +1091,21 @@ mod tests {
     }
 
     #[test]
+    fn derives_matches_the_last_segment_of_each_path() {
+        let item: syn::ItemStruct = syn::parse_quote! {
+            #[derive(Clone, kube::CustomResource, schemars::JsonSchema)]
+            #[derive(Default)]
+            struct S {}
+        };
+        assert!(derives(&item.attrs, "CustomResource"));
+        assert!(derives(&item.attrs, "JsonSchema"));
+        assert!(derives(&item.attrs, "Default"));
+        assert!(derives(&item.attrs, "Clone"));
+        assert!(!derives(&item.attrs, "kube"));
+        assert!(!derives(&item.attrs, "Resource"));
+    }
+
+    #[test]
     fn kube_attrs_both_printcolumn_forms() {
         let item: syn::ItemStruct = syn::parse_quote! {
             #[kube(group = "a.b", version = "v1", kind = "K", namespaced, storage = false,
