@@ -188,7 +188,15 @@ fn kube_path_operator(scratch: &Path) {
     for args in [
         vec!["init", "--domain", "example.com", "--path"],
         vec![
-            "create", "api", "--group", "apps", "--version", "v1alpha1", "--kind", "Blog", "--path",
+            "create",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+            "--path",
         ],
     ] {
         let status = Command::new(kopgen)
@@ -233,7 +241,9 @@ fn kube_path_operator(scratch: &Path) {
     std::fs::write(&types, &original).expect("restore");
     let kube = median(samples);
     let paths = vec![project.join("src")];
-    let ours = time(20, || kopgen::manifests::generate(&paths).expect("manifests"));
+    let ours = time(20, || {
+        kopgen::manifests::generate(&paths).expect("manifests")
+    });
     println!(
         "kube-rs path, scaffolded operator (incremental rebuild + run of a crdgen example after one field change) {:.2} s; kopgen {:.2} ms; speed-up {:.0}x",
         kube.as_secs_f64(),

@@ -37,6 +37,8 @@ pub struct KubeAttrs {
     pub singular: Option<String>,
     pub plural: Option<String>,
     pub namespaced: bool,
+    /// `#[kube(no_spec)]`: the spec's fields sit on the root object (flattened), not in `spec`.
+    pub no_spec: bool,
     pub status: Option<String>,
     pub derives: Vec<String>,
     pub shortnames: Vec<String>,
@@ -857,12 +859,9 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                     // Generates a client-side validation method; the CRD is unchanged.
                     skip_value(&meta)?;
                 }
-                "attr" | "crates" | "no_spec" => {
-                    if !matches!(key.as_str(), "attr" | "crates") {
-                        out.unsupported.push((key, meta.path.span()));
-                    }
-                    skip_value(&meta)?;
-                }
+                "no_spec" => out.no_spec = true,
+                // Crate paths and attributes of the generated struct: no effect on the CRD.
+                "attr" | "crates" => skip_value(&meta)?,
                 other => {
                     return Err(meta.error(format!(
                         "unknown #[kube] key `{other}` (kube-derive 5 does not know it either)"

@@ -175,38 +175,11 @@ pub fn single_version_crd(
     }
 
     // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
-    let env = Default::default();
-    let spec_schema = builder.struct_schema(&cr.file, &module, spec, &env)?;
-    let mut root = Schema::from(
-        json!({"type": "object"})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    );
-    let mut properties = Map::new();
-    properties.insert("spec".into(), spec_schema.to_value());
-    let required = vec![Value::from("spec")];
-    if let Some(status) = &cr.attrs.status {
-        let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
-            SourceError::at(
-                &cr.file,
-                cr.span,
-                format!("status = {status:?} is not a type: {e}"),
-            )
-        })?;
-        let option: syn::Type = syn::parse_quote!(Option<#status_ty>);
-        let built = builder.type_schema(
-            &cr.file,
-            &Scoped {
-                ty: &option,
-                module: &module,
-                env: &env,
-            },
-        )?;
-        properties.insert("status".into(), built.schema.to_value());
-    }
-    root.insert("properties".into(), Value::Object(properties));
-    root.insert("required".into(), Value::Array(required));
+    let mut root = if cr.attrs.no_spec {
+        no_spec_root(builder, cr, &module, spec)?
+    } else {
+        spec_root(builder, cr, &module, spec)?
+    };
     // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.
     let root_rules = super::attrs::Metadata {
         x_kube_rules: cr.attrs.validations.clone(),
@@ -330,6 +303,80 @@ pub fn single_version_crd(
         root,
         at: SourceError::at(&cr.file, cr.span, ""),
     })
+}
+
+/// The root schema of a custom resource: `spec` (required) and `status` (optional).
+fn spec_root(
+    builder: &mut Builder,
+    cr: &CustomResource,
+    module: &str,
+    spec: &syn::ItemStruct,
+) -> Result<Schema, SourceError> {
+    let env = Default::default();
+    let spec_schema = builder.struct_schema(&cr.file, module, spec, &env)?;
+    let mut root = Schema::from(
+        json!({"type": "object"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let mut properties = Map::new();
+    properties.insert("spec".into(), spec_schema.to_value());
+    let required = vec![Value::from("spec")];
+    if let Some(status) = &cr.attrs.status {
+        let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
+            SourceError::at(
+                &cr.file,
+                cr.span,
+                format!("status = {status:?} is not a type: {e}"),
+            )
+        })?;
+        let option: syn::Type = syn::parse_quote!(Option<#status_ty>);
+        let built = builder.type_schema(
+            &cr.file,
+            &Scoped {
+                ty: &option,
+                module,
+                env: &env,
+            },
+        )?;
+        properties.insert("status".into(), built.schema.to_value());
+    }
+    root.insert("properties".into(), Value::Object(properties));
+    root.insert("required".into(), Value::Array(required));
+    Ok(root)
+}
+
+/// The root schema under `#[kube(no_spec)]`: kube-derive's root struct then carries
+/// `#[serde(flatten)] spec: Spec` and `status: Option<Status>`, so the schema is that of such a
+/// struct, which kopgen derives like any other.
+fn no_spec_root(
+    builder: &mut Builder,
+    cr: &CustomResource,
+    module: &str,
+    spec: &syn::ItemStruct,
+) -> Result<Schema, SourceError> {
+    let spec_ident = &spec.ident;
+    let status: Option<syn::Type> = match &cr.attrs.status {
+        Some(status) => Some(syn::parse_str(status).map_err(|e| {
+            SourceError::at(
+                &cr.file,
+                cr.span,
+                format!("status = {status:?} is not a type: {e}"),
+            )
+        })?),
+        None => None,
+    };
+    let status_field = status.map(|ty| quote::quote! { pub status: Option<#ty>, });
+    let root: syn::ItemStruct = syn::parse_quote! {
+        #[serde(rename_all = "camelCase")]
+        pub struct KopgenNoSpecRoot {
+            #[serde(flatten)]
+            pub spec: #spec_ident,
+            #status_field
+        }
+    };
+    builder.struct_schema(&cr.file, module, &root, &Default::default())
 }
 
 /// Kubernetes' version priority: GA before beta before alpha, higher numbers first
