@@ -182,6 +182,26 @@ fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
 }
 
 #[test]
+fn a_disabled_schema_is_a_warning() {
+    let source = format!(
+        "{HEADER}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug)]\n\
+         #[kube(group = \"lint.example.com\", version = \"v1\", kind = \"Linty\", schema = \"disabled\")]\n\
+         pub struct LintySpec {{\n    pub x: i32,\n}}\n"
+    );
+    let (run, session) = manifests(&source, "error");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("warning[missing-schema]: src/lib.rs:8:12: this version has no schema"),
+        "{}",
+        run.stderr
+    );
+    let written = std::fs::read_to_string(session.join("out/lint.example.com_linties.yaml"))
+        .expect("written");
+    assert!(written.contains("    schema: {}\n"), "{written}");
+}
+
+#[test]
 fn lint_modes_warn_and_off() {
     let source = spec("    pub anything: serde_json::Value,\n", "");
     let (run, session) = manifests(&source, "warn");

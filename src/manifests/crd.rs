@@ -67,8 +67,8 @@ impl CustomResource {
 pub struct Derived {
     /// The CRD, without `openAPIV3Schema`.
     pub crd: CustomResourceDefinition,
-    /// The root schema, before the transforms.
-    pub root: Schema,
+    /// The root schema, before the transforms; `None` under `#[kube(schema = "disabled")]`.
+    pub root: Option<Schema>,
     /// Where this version is declared, for errors found while rendering.
     pub at: SourceError,
 }
@@ -101,12 +101,20 @@ pub fn render(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
 ) -> Result<CustomResourceDefinition, SourceError> {
-    transforms.apply(&mut derived.root).map_err(|panic| {
+    let Some(mut root) = derived.root.take() else {
+        let mut crd = derived.crd;
+        if let Some(version) = crd.spec.versions.first_mut() {
+            version.schema = Some(CustomResourceValidation {
+                open_api_v3_schema: None,
+            });
+        }
+        return Ok(crd);
+    };
+    transforms.apply(&mut root).map_err(|panic| {
         derived
             .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
             .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
     })?;
-    let root = std::mem::replace(&mut derived.root, Schema::from(true));
     let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
         derived.error(format!(
             "the derived schema is not a valid JSONSchemaProps: {e}"
@@ -152,13 +160,18 @@ pub fn single_version_crd(
         )
         .help("remove it for now, or generate this CRD with kube-derive's crd() instead"));
     }
-    if cr.attrs.schema.as_deref().is_some_and(|m| m != "derived") {
+    if cr
+        .attrs
+        .schema
+        .as_deref()
+        .is_some_and(|m| m != "derived" && m != "disabled")
+    {
         return Err(SourceError::at(
             &cr.file,
             cr.span,
-            "only `schema = \"derived\"` is supported",
+            "only `schema = \"derived\"` and `schema = \"disabled\"` can be derived statically",
         )
-        .help("manual and disabled schemas are set in code at run time; kopgen cannot see them"));
+        .help("a manual schema comes from a hand-written JsonSchema impl that only running Rust can read; derive JsonSchema instead"));
     }
     if spec
         .generics
@@ -174,36 +187,12 @@ pub fn single_version_crd(
         .help("kube-derive needs a concrete spec type; remove the type parameters"));
     }
 
-    // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
-    let mut root = if cr.attrs.no_spec {
-        no_spec_root(builder, cr, &module, spec)?
+    // `schema = "disabled"`: `crd()` carries no schema, and the types need not derive JsonSchema.
+    let root = if cr.attrs.schema.as_deref() == Some("disabled") {
+        None
     } else {
-        spec_root(builder, cr, &module, spec)?
+        Some(root_schema(builder, cr, &module, spec, &kind)?)
     };
-    // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.
-    let root_rules = super::attrs::Metadata {
-        x_kube_rules: cr.attrs.validations.clone(),
-        ..Default::default()
-    };
-    let root_ident = cr.attrs.root.clone().unwrap_or_else(|| kind.clone());
-    let doc = cr.attrs.doc.clone().unwrap_or_else(|| {
-        format!(
-            " Auto-generated derived type for {} via `CustomResource`",
-            spec.ident
-        )
-    });
-    let doc = doc.strip_prefix(' ').unwrap_or(&doc).to_owned();
-    let (title, description) = schemars::_private::get_title_and_description(&doc);
-    if !title.is_empty() {
-        root.insert("title".into(), title.into());
-    }
-    if !description.is_empty() {
-        root.insert("description".into(), description.into());
-    }
-    super::schema::apply_x_kube(&cr.file, &mut root, &root_rules)?;
-    if root.get("title").is_none() {
-        root.insert("title".into(), root_ident.clone().into());
-    }
 
     let plural = cr.plural();
     let singular = cr.singular();
@@ -303,6 +292,48 @@ pub fn single_version_crd(
         root,
         at: SourceError::at(&cr.file, cr.span, ""),
     })
+}
+
+/// The root schema `crd()` derives, before the generator's transforms: the root object
+/// kube-derive generates (`metadata` skipped, `spec`, `status`) with its doc and rules.
+fn root_schema(
+    builder: &mut Builder,
+    cr: &CustomResource,
+    module: &str,
+    spec: &syn::ItemStruct,
+    kind: &str,
+) -> Result<Schema, SourceError> {
+    // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
+    let mut root = if cr.attrs.no_spec {
+        no_spec_root(builder, cr, module, spec)?
+    } else {
+        spec_root(builder, cr, module, spec)?
+    };
+    // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.
+    let root_rules = super::attrs::Metadata {
+        x_kube_rules: cr.attrs.validations.clone(),
+        ..Default::default()
+    };
+    let root_ident = cr.attrs.root.clone().unwrap_or_else(|| kind.to_owned());
+    let doc = cr.attrs.doc.clone().unwrap_or_else(|| {
+        format!(
+            " Auto-generated derived type for {} via `CustomResource`",
+            spec.ident
+        )
+    });
+    let doc = doc.strip_prefix(' ').unwrap_or(&doc).to_owned();
+    let (title, description) = schemars::_private::get_title_and_description(&doc);
+    if !title.is_empty() {
+        root.insert("title".into(), title.into());
+    }
+    if !description.is_empty() {
+        root.insert("description".into(), description.into());
+    }
+    super::schema::apply_x_kube(&cr.file, &mut root, &root_rules)?;
+    if root.get("title").is_none() {
+        root.insert("title".into(), root_ident.clone().into());
+    }
+    Ok(root)
 }
 
 /// The root schema of a custom resource: `spec` (required) and `status` (optional).

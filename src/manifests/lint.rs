@@ -73,21 +73,32 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "(warning) an object with no properties, no additionalProperties and no preserve-unknown-fields keeps no data",
         "type the field, or preserve unknown fields explicitly",
     ),
+    (
+        "missing-schema",
+        "(warning) every version has a schema (the API server rejects a v1 CRD without one)",
+        "remove `#[kube(schema = \"disabled\")]`, or install this CRD from the project that owns it",
+    ),
 ];
 
 pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
     let mut findings = Vec::new();
     for version in &crd.spec.versions {
+        let mut ctx = Ctx {
+            version: version.name.clone(),
+            findings: &mut findings,
+        };
         let Some(schema) = version
             .schema
             .as_ref()
             .and_then(|s| s.open_api_v3_schema.as_ref())
         else {
+            ctx.push(
+                Severity::Warning,
+                "missing-schema",
+                Vec::new(),
+                "this version has no schema (`#[kube(schema = \"disabled\")]`)".into(),
+            );
             continue;
-        };
-        let mut ctx = Ctx {
-            version: version.name.clone(),
-            findings: &mut findings,
         };
         ctx.node(schema, &mut Vec::new(), false);
         if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
