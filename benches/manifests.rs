@@ -177,11 +177,6 @@ fn main() {
 /// manager, metrics: what a real operator compiles): a crdgen example printing `Blog::crd()`,
 /// rebuilt incrementally and run after one field of `BlogSpec` changes.
 fn kube_path_operator(scratch: &Path) {
-    let target = std::env::var_os("KOPGEN_TEST_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/kopgen/target")
-        });
     let project = scratch.join("blog-operator");
     let _ = std::fs::remove_dir_all(&project);
     let kopgen = env!("CARGO_BIN_EXE_kopgen");
@@ -215,18 +210,7 @@ fn kube_path_operator(scratch: &Path) {
     .expect("write");
     let types = project.join("src/api/apps/v1alpha1/blog.rs");
     let original = std::fs::read_to_string(&types).expect("types");
-    let run = || {
-        let start = Instant::now();
-        let status = Command::new("cargo")
-            .args(["run", "--quiet", "--example", "crdgen"])
-            .current_dir(&project)
-            .env("CARGO_TARGET_DIR", &target)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("cargo");
-        assert!(status.success());
-        start.elapsed()
-    };
+    let run = || cargo_run(&project, &["--example", "crdgen"]);
     let _cold = run();
     let mut samples = Vec::new();
     for i in 0..3 {
@@ -255,11 +239,6 @@ fn kube_path_operator(scratch: &Path) {
 /// The kube-rs path on the synthetic project: a crdgen binary over its 500 kinds, rebuilt
 /// incrementally after one field changes (the first, cold build is not timed).
 fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration) {
-    let target = std::env::var_os("KOPGEN_TEST_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/kopgen/target")
-        });
     let harness = dir.with_file_name(format!("crdgen-k{kinds}"));
     std::fs::create_dir_all(&harness).expect("mkdir");
     std::fs::write(
@@ -282,18 +261,7 @@ fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration) {
     }
     main.push_str("}\n");
     std::fs::write(harness.join("main.rs"), main).expect("write");
-    let run = || {
-        let start = Instant::now();
-        let status = Command::new("cargo")
-            .args(["run", "--quiet", "--bin", "crdgen"])
-            .current_dir(&harness)
-            .env("CARGO_TARGET_DIR", &target)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("cargo");
-        assert!(status.success());
-        start.elapsed()
-    };
+    let run = || cargo_run(&harness, &["--bin", "crdgen"]);
     let cold = run();
     let file = dir.join("src/kinds/kind0.rs");
     let original = std::fs::read_to_string(&file).expect("kind0");
@@ -314,13 +282,33 @@ fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration) {
     );
 }
 
-/// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
-fn kube_path(fixtures: &Path, kopgen_time: Duration) {
-    let target = std::env::var_os("KOPGEN_TEST_TARGET_DIR")
+/// The cargo target directory kopgen's tests share with generated projects.
+fn shared_target() -> PathBuf {
+    std::env::var_os("KOPGEN_TEST_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/kopgen/target")
-        });
+        })
+}
+
+/// Wall time of `cargo run --quiet <args>` in `dir` (an incremental rebuild, then the run).
+fn cargo_run(dir: &Path, args: &[&str]) -> Duration {
+    let start = Instant::now();
+    let status = Command::new("cargo")
+        .args(["run", "--quiet"])
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", shared_target())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("cargo");
+    assert!(status.success(), "cargo run {args:?} in {}", dir.display());
+    start.elapsed()
+}
+
+/// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
+fn kube_path(fixtures: &Path, kopgen_time: Duration) {
+    let target = shared_target();
     let harness = target.with_file_name("parity-harness");
     if !harness.join("Cargo.toml").exists() {
         println!("kube-rs path: run `cargo test --test parity` first to create the harness");
@@ -336,16 +324,7 @@ fn kube_path(fixtures: &Path, kopgen_time: Duration) {
             &format!("pub foo: Option<String>,\n    pub bench{i}: i32,"),
         );
         std::fs::write(&file, changed).expect("write");
-        let start = Instant::now();
-        let status = Command::new("cargo")
-            .args(["run", "--quiet"])
-            .current_dir(&harness)
-            .env("CARGO_TARGET_DIR", &target)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("cargo");
-        samples.push(start.elapsed());
-        assert!(status.success());
+        samples.push(cargo_run(&harness, &[]));
     }
     std::fs::write(&file, original).expect("restore");
     let kube = median(samples);

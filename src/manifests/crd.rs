@@ -336,6 +336,23 @@ fn root_schema(
     Ok(root)
 }
 
+/// The type `#[kube(status = "...")]` names, if any.
+fn status_type(cr: &CustomResource) -> Result<Option<syn::Type>, SourceError> {
+    cr.attrs
+        .status
+        .as_ref()
+        .map(|status| {
+            syn::parse_str(status).map_err(|e| {
+                SourceError::at(
+                    &cr.file,
+                    cr.span,
+                    format!("status = {status:?} is not a type: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
+
 /// The root schema of a custom resource: `spec` (required) and `status` (optional).
 fn spec_root(
     builder: &mut Builder,
@@ -354,14 +371,7 @@ fn spec_root(
     let mut properties = Map::new();
     properties.insert("spec".into(), spec_schema.to_value());
     let required = vec![Value::from("spec")];
-    if let Some(status) = &cr.attrs.status {
-        let status_ty: syn::Type = syn::parse_str(status).map_err(|e| {
-            SourceError::at(
-                &cr.file,
-                cr.span,
-                format!("status = {status:?} is not a type: {e}"),
-            )
-        })?;
+    if let Some(status_ty) = status_type(cr)? {
         let option: syn::Type = syn::parse_quote!(Option<#status_ty>);
         let built = builder.type_schema(
             &cr.file,
@@ -388,17 +398,7 @@ fn no_spec_root(
     spec: &syn::ItemStruct,
 ) -> Result<Schema, SourceError> {
     let spec_ident = &spec.ident;
-    let status: Option<syn::Type> = match &cr.attrs.status {
-        Some(status) => Some(syn::parse_str(status).map_err(|e| {
-            SourceError::at(
-                &cr.file,
-                cr.span,
-                format!("status = {status:?} is not a type: {e}"),
-            )
-        })?),
-        None => None,
-    };
-    let status_field = status.map(|ty| quote::quote! { pub status: Option<#ty>, });
+    let status_field = status_type(cr)?.map(|ty| quote::quote! { pub status: Option<#ty>, });
     let root: syn::ItemStruct = syn::parse_quote! {
         #[serde(rename_all = "camelCase")]
         pub struct KopgenNoSpecRoot {
