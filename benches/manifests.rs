@@ -2,7 +2,7 @@
 //!
 //! Run: `cargo bench --bench manifests`. It reports, for synthetic projects of 10 to 500 kinds
 //! (20 structs each, so 500 kinds = 10,000 structs) and for the parity fixture corpus:
-//! - `manifests`: wall time of `kopgen::manifests::generate` (read, parse, derive, serialize);
+//! - `manifests`: wall time of what `kopgen manifests` does but writing (read, parse, derive, lint, serialize);
 //! - `parse floor`: reading the same files and `syn::parse_file` on each;
 //! - per struct: manifests time / structs, which should stay flat as projects grow.
 //!
@@ -23,6 +23,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
+}
+
+/// What `kopgen manifests` does (read, parse, derive, lint, serialize), without writing.
+fn manifests(paths: &[PathBuf]) -> usize {
+    let sources = kopgen::manifests::discover::sources(paths).expect("sources");
+    let options = kopgen::manifests::Options {
+        lint: true,
+        ..Default::default()
+    };
+    kopgen::manifests::generate_with(&sources, &options)
+        .expect("manifests")
+        .outputs
+        .len()
 }
 
 /// Median wall time of `f`, each run on a fresh thread: proc-macro2 keeps every parsed file's
@@ -108,9 +121,7 @@ fn parse_floor(dir: &Path) -> usize {
 
 fn report(label: &str, dir: &Path, structs: usize, runs: usize) -> Duration {
     let paths = vec![dir.to_path_buf()];
-    let manifests = time(runs, || {
-        kopgen::manifests::generate(&paths).expect("manifests")
-    });
+    let manifests = time(runs, || manifests(&paths));
     let floor = time(runs, || parse_floor(dir));
     println!(
         "{label:<28} manifests {:>9.2} ms   parse floor {:>8.2} ms   ratio {:>5.2}x   per struct {:>6.1} µs",
@@ -165,9 +176,7 @@ fn main() {
             let kinds = 500;
             let dir = scratch_root.join(format!("k{kinds}"));
             let paths = vec![dir.join("src")];
-            let ours = time(3, || {
-                kopgen::manifests::generate(&paths).expect("manifests")
-            });
+            let ours = time(3, || manifests(&paths));
             kube_path_synthetic(&dir, kinds, ours);
         }
     }
@@ -225,9 +234,7 @@ fn kube_path_operator(scratch: &Path) {
     std::fs::write(&types, &original).expect("restore");
     let kube = median(samples);
     let paths = vec![project.join("src")];
-    let ours = time(20, || {
-        kopgen::manifests::generate(&paths).expect("manifests")
-    });
+    let ours = time(20, || manifests(&paths));
     println!(
         "kube-rs path, scaffolded operator (incremental rebuild + run of a crdgen example after one field change) {:.2} s; kopgen {:.2} ms; speed-up {:.0}x",
         kube.as_secs_f64(),
