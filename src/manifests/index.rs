@@ -128,10 +128,12 @@ impl Index {
             .segments
             .last()
             .is_some_and(|s| s.ident == "Default");
+        // Only `impl Default for Name`: a path to a type elsewhere could name a type of the
+        // same name in this module, and kopgen would fold the wrong impl.
         let syn::Type::Path(self_ty) = &*imp.self_ty else {
             return;
         };
-        let Some(name) = self_ty.path.segments.last().map(|s| s.ident.to_string()) else {
+        let Some(name) = self_ty.path.get_ident().map(ToString::to_string) else {
             return;
         };
         if !is_default || !imp.generics.params.is_empty() {
