@@ -288,6 +288,16 @@ fn errors_point_at_the_rust_source() {
     );
     assert_error(
         &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Pair,\n}}\n#[derive(JsonSchema)]\npub struct Pair(#[schemars(range(min = 1))] i32, String);\n"
+        ),
+        &[
+            "src/lib.rs:10:17:",
+            "kopgen does not read attributes on the fields of tuple structs",
+            "help: use named fields",
+        ],
+    );
+    assert_error(
+        &format!(
             "{header}fn t(schema: &mut schemars::Schema) {{\n    let key = \"a\";\n    schema.remove(key);\n}}\n{derive}{kube}pub struct ESpec {{\n    #[schemars(transform = t)]\n    pub x: String,\n}}\n"
         ),
         &[

@@ -90,6 +90,7 @@ impl<'a> Builder<'a> {
         attrs: &[syn::Attribute],
     ) -> Result<ContainerAttrs, SourceError> {
         let mut cattrs = attrs::container_attrs(attrs).map_err(|e| syn_error(file, e))?;
+        report_unsupported(file, &cattrs.meta)?;
         self.fold_transforms(file, module, &mut cattrs.meta)?;
         Ok(cattrs)
     }
@@ -133,6 +134,7 @@ impl<'a> Builder<'a> {
         let mut validations = std::mem::take(&mut fattrs.meta.validations);
         self.resolve_regex_paths(file, module, &mut validations)?;
         fattrs.meta.validations = validations;
+        report_unsupported(file, &fattrs.meta)?;
         self.fold_transforms(file, module, &mut fattrs.meta)?;
         Ok(fattrs)
     }
@@ -468,7 +470,6 @@ impl<'a> Builder<'a> {
             ))
             .help("derive Default, write `impl Default` beside the struct, or use `#[serde(default = \"f\")]`"));
         }
-        report_unsupported(file, &cattrs.meta)?;
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
         }
@@ -503,6 +504,7 @@ impl<'a> Builder<'a> {
                     .field_type_schema(file, module, field, &fattrs, env)?
                     .schema;
                 add_field_mutators(&mut built, &fattrs);
+                add_field_post_mutators(&mut built, &fattrs);
                 built
             }
             Fields::Unnamed(unnamed) => self.tuple_schema(
@@ -611,7 +613,6 @@ impl<'a> Builder<'a> {
                 &field.attrs
             };
             let fattrs = self.field_attrs(file, module, field_attrs)?;
-            report_unsupported(file, &fattrs.meta)?;
             // kube-derive's schema describes deserialization (schemars' default contract).
             if fattrs.skip_deserializing {
                 continue;
@@ -668,10 +669,7 @@ impl<'a> Builder<'a> {
             )? {
                 field_schema.insert("default".into(), value);
             }
-            for (key, value) in &fattrs.meta.extend {
-                field_schema.insert(key.clone(), value.clone());
-            }
-            apply_ops(&mut field_schema, &fattrs.meta.transform_ops);
+            add_field_post_mutators(&mut field_schema, &fattrs);
             apply_x_kube(file, &mut field_schema, &fattrs.meta)?;
             let has_default = container_default.is_some() || fattrs.default != DefaultAttr::None;
             // Deserialize contract (kube-derive's): optional when it has a default, or is an
@@ -694,6 +692,18 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let mut items = Vec::new();
         for field in fields {
+            if let Some(attr) = field.attrs.iter().find(|a| {
+                ["schemars", "serde", "validate", "garde"]
+                    .iter()
+                    .any(|name| a.path().is_ident(name))
+            }) {
+                return Err(SourceError::at(
+                    file,
+                    attr.span(),
+                    format!("kopgen does not read attributes on the fields of {what}"),
+                )
+                .help("use named fields, or a newtype around the field's type"));
+            }
             items.push(
                 self.type_schema(
                     file,
@@ -750,7 +760,6 @@ impl<'a> Builder<'a> {
         env: &Env,
     ) -> Result<Schema, SourceError> {
         let cattrs = self.container_attrs(file, module, &item.attrs)?;
-        report_unsupported(file, &cattrs.meta)?;
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
         }
@@ -882,6 +891,7 @@ impl<'a> Builder<'a> {
                     .field_type_schema(file, module, field, &fattrs, env)?
                     .schema;
                 add_field_mutators(&mut schema, &fattrs);
+                add_field_post_mutators(&mut schema, &fattrs);
                 Ok(schema)
             }
             Fields::Unnamed(f) => self.tuple_schema(
@@ -1047,6 +1057,14 @@ fn add_container_mutators(schema: &mut Schema, meta: &Metadata) {
         schema.insert(key.clone(), value.clone());
     }
     apply_ops(schema, &meta.transform_ops);
+}
+
+/// A field's post-mutators: its extensions, then its folded `transform` functions.
+fn add_field_post_mutators(schema: &mut Schema, fattrs: &FieldAttrs) {
+    for (key, value) in &fattrs.meta.extend {
+        schema.insert(key.clone(), value.clone());
+    }
+    apply_ops(schema, &fattrs.meta.transform_ops);
 }
 
 /// Folded `transform` functions, run as schemars runs them: after the extensions.
