@@ -308,6 +308,25 @@ fn errors_point_at_the_rust_source() {
     );
 }
 
+/// Nesting as deep as a file allows is parsed on a stack sized for it: no overflow, no abort.
+#[test]
+fn deeply_nested_source_does_not_overflow_the_stack() {
+    for source in [
+        format!("static X: i32 = {}1;\n", "|| ".repeat(20_000)),
+        format!(
+            "static X: i32 = {}1{};\n",
+            "(".repeat(20_000),
+            ")".repeat(20_000)
+        ),
+    ] {
+        let session = Session::new();
+        session.write("src/lib.rs", &source);
+        let run = session.kopgen(&["manifests", "--paths", "src", "--stdout"]);
+        assert!(run.status == 0 || run.status == 1, "{}", run.stderr);
+        assert!(!run.stderr.contains("overflow"), "{}", run.stderr);
+    }
+}
+
 /// Inputs the fuzzer found: each must give an error, never a panic.
 #[test]
 fn fuzz_regressions_are_errors_not_panics() {

@@ -107,13 +107,61 @@ pub struct Generated {
     pub findings: Vec<Located>,
 }
 
+/// Stack of the threads that render, and the least of the one that parses and derives. syn's
+/// parser, kopgen's folding and the schema transforms recurse once per nesting level of their
+/// input; on the default stacks a few thousand nested closures (which the fuzzer found)
+/// overflow. Stacks are reserved address space, touched only as deep as the input goes.
+const STACK_SIZE: usize = 256 << 20;
+
+/// Stack reserved per byte of the largest source file for the parsing thread: syn needs up to
+/// about 3 KiB per nesting level (measured on nested parentheses and closures, release build;
+/// debug builds' frames are several times larger), and a level takes at least one byte.
+const STACK_PER_SOURCE_BYTE: u64 = if cfg!(debug_assertions) {
+    32 << 10
+} else {
+    4 << 10
+};
+
 /// `generate_from_sources` with lint and description options.
-///
+pub fn generate_with(
+    sources: &[discover::Source],
+    options: &Options,
+) -> Result<Generated, ManifestError> {
+    let largest = sources
+        .iter()
+        .map(|s| s.text.len() as u64)
+        .max()
+        .unwrap_or(0);
+    let deepest = largest
+        .saturating_mul(STACK_PER_SOURCE_BYTE)
+        .clamp(STACK_SIZE as u64, 16 << 30);
+    // Where that much address space cannot be reserved, the fixed stack still covers any real
+    // source (thousands of nesting levels).
+    let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
+    std::thread::scope(|scope| {
+        let mut started = None;
+        for size in sizes {
+            if let Ok(handle) = std::thread::Builder::new()
+                .name("kopgen-derive".into())
+                .stack_size(size)
+                .spawn_scoped(scope, || derive_and_render(sources, options))
+            {
+                started = Some(handle);
+                break;
+            }
+        }
+        started
+            .ok_or_else(|| ManifestError::Other("cannot start a thread".into()))?
+            .join()
+            .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+    })
+}
+
 /// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
 /// cannot leave it), and worker threads render the kinds already derived (transforms, merge,
-/// lint, YAML), which is most of the work. Results are ordered by kind, so the output is the same
-/// whatever thread rendered what.
-pub fn generate_with(
+/// lint, YAML). Results are ordered by kind, so the output is the same whatever thread rendered
+/// what.
+fn derive_and_render(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
@@ -132,27 +180,35 @@ pub fn generate_with(
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| usize::from(n).saturating_sub(1))
         .clamp(1, kinds.len().max(1));
-    let (jobs, queue) = std::sync::mpsc::sync_channel::<render::Job>(2 * workers);
+    let (jobs, queue) = std::sync::mpsc::channel::<render::Job>();
     let queue = std::sync::Mutex::new(queue);
     let (derive_errors, rendered) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let queue = &queue;
-                scope.spawn(move || {
-                    let mut transforms = transform::Transforms::default();
-                    let mut done = Vec::new();
-                    loop {
-                        let job = match queue.lock() {
-                            Ok(queue) => queue.recv(),
-                            Err(_) => break,
-                        };
-                        let Ok(job) = job else { break };
-                        done.push(render::render(job, &mut transforms, options));
-                    }
-                    done
-                })
+                std::thread::Builder::new()
+                    .name("kopgen-render".into())
+                    .stack_size(STACK_SIZE)
+                    .spawn_scoped(scope, move || {
+                        let mut transforms = transform::Transforms::default();
+                        let mut done = Vec::new();
+                        loop {
+                            let job = match queue.lock() {
+                                Ok(queue) => queue.recv(),
+                                Err(_) => break,
+                            };
+                            let Ok(job) = job else { break };
+                            done.push(render::render(job, &mut transforms, options));
+                        }
+                        done
+                    })
             })
+            .filter_map(Result::ok)
             .collect();
+        if handles.is_empty() {
+            let failed = ManifestError::Other("cannot start a render thread".into());
+            return (Vec::new(), vec![Err(failed)]);
+        }
         let mut errors = Vec::new();
         let mut builder = schema::Builder::new(&index);
         for (position, versions) in kinds.iter().enumerate() {
