@@ -151,10 +151,34 @@ pub fn generate_with(
             }
         }
         started
-            .ok_or_else(|| ManifestError::Other("cannot start a thread".into()))?
-            .join()
-            .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+            // No thread could start (a process limit): run here, on this thread's stack.
+            .map_or_else(
+                || derive_and_render(sources, options),
+                |handle| {
+                    handle
+                        .join()
+                        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+                },
+            )
     })
+}
+
+/// A render worker: renders the kinds in `queue` until the deriving thread closes it.
+fn render_queue(
+    queue: &std::sync::Mutex<std::sync::mpsc::Receiver<render::Job>>,
+    options: &Options,
+) -> Vec<Result<render::Rendered, Vec<error::SourceError>>> {
+    let mut transforms = transform::Transforms::default();
+    let mut done = Vec::new();
+    loop {
+        let job = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => break,
+        };
+        let Ok(job) = job else { break };
+        done.push(render::render(job, &mut transforms, options));
+    }
+    done
 }
 
 /// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
@@ -189,26 +213,10 @@ fn derive_and_render(
                 std::thread::Builder::new()
                     .name("kopgen-render".into())
                     .stack_size(STACK_SIZE)
-                    .spawn_scoped(scope, move || {
-                        let mut transforms = transform::Transforms::default();
-                        let mut done = Vec::new();
-                        loop {
-                            let job = match queue.lock() {
-                                Ok(queue) => queue.recv(),
-                                Err(_) => break,
-                            };
-                            let Ok(job) = job else { break };
-                            done.push(render::render(job, &mut transforms, options));
-                        }
-                        done
-                    })
+                    .spawn_scoped(scope, move || render_queue(queue, options))
             })
             .filter_map(Result::ok)
             .collect();
-        if handles.is_empty() {
-            let failed = ManifestError::Other("cannot start a render thread".into());
-            return (Vec::new(), vec![Err(failed)]);
-        }
         let mut errors = Vec::new();
         let mut builder = schema::Builder::new(&index);
         for (position, versions) in kinds.iter().enumerate() {
@@ -228,13 +236,17 @@ fn derive_and_render(
             }
         }
         drop(jobs);
-        let rendered: Vec<_> = handles
+        let mut rendered: Vec<_> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .map_err(|_| ManifestError::Other("a render thread panicked".into()))
             })
             .collect();
+        if rendered.is_empty() {
+            // No worker could start (a process limit): render here instead.
+            rendered.push(Ok(render_queue(&queue, options)));
+        }
         (errors, rendered)
     });
     if !derive_errors.is_empty() {
