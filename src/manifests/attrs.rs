@@ -56,15 +56,6 @@ pub struct KubeAttrs {
     pub scale: Option<Scale>,
     /// `#[kube(validation = ...)]`: CEL rules on the root object.
     pub validations: Vec<Expr>,
-    /// Keys kopgen parses but cannot yet fold statically, with their location.
-    pub unsupported: Vec<(String, Span)>,
-}
-
-/// One statement of a transform function kopgen can fold.
-#[derive(Debug, Clone)]
-pub enum SchemaOp {
-    Insert(String, serde_json::Value),
-    Remove(String),
 }
 
 /// The case conventions of `#[serde(rename_all = "...")]`.
@@ -240,6 +231,13 @@ pub struct Metadata {
     pub transform_ops: Vec<SchemaOp>,
 }
 
+/// One statement of a transform function kopgen can fold.
+#[derive(Debug, Clone)]
+pub enum SchemaOp {
+    Insert(String, serde_json::Value),
+    Remove(String),
+}
+
 #[derive(Debug, Clone)]
 pub enum Validation {
     Range {
@@ -283,6 +281,18 @@ impl Default for ContainerAttrs {
             ident: None,
             meta: Metadata::default(),
         }
+    }
+}
+
+impl FieldAttrs {
+    /// The property name serde gives field `ident`: its `rename`, else the container's
+    /// `rename_all` applied to the name as written (without `r#`).
+    pub fn serialized_name(&self, ident: &syn::Ident, rename_all: RenameRule) -> String {
+        let raw = ident.to_string();
+        let raw = raw.strip_prefix("r#").unwrap_or(&raw);
+        self.rename
+            .clone()
+            .unwrap_or_else(|| rename_all.apply_to_field(raw))
     }
 }
 

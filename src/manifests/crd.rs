@@ -152,14 +152,6 @@ pub fn single_version_crd(
     let group = cr.attrs.group.clone().ok_or_else(|| missing("group"))?;
     let version = cr.attrs.version.clone().ok_or_else(|| missing("version"))?;
     let kind = cr.attrs.kind.clone().ok_or_else(|| missing("kind"))?;
-    if let Some((key, span)) = cr.attrs.unsupported.first() {
-        return Err(SourceError::at(
-            &cr.file,
-            *span,
-            format!("kopgen cannot yet derive `#[kube({key})]` statically"),
-        )
-        .help("remove it for now, or generate this CRD with kube-derive's crd() instead"));
-    }
     if cr
         .attrs
         .schema

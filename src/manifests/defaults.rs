@@ -289,12 +289,8 @@ impl Folder<'_> {
                             if fattrs.skip_serializing {
                                 continue;
                             }
-                            let ident = field
-                                .ident
-                                .as_ref()
-                                .map(ToString::to_string)
-                                .unwrap_or_default();
-                            let value = match given.get(&ident) {
+                            let Some(ident) = &field.ident else { continue };
+                            let value = match given.get(&ident.to_string()) {
                                 Some(value) => value.clone(),
                                 None => self.type_default(&item_file, &module, &field.ty)?,
                             };
@@ -303,23 +299,13 @@ impl Folder<'_> {
                             {
                                 continue;
                             }
-                            let raw = field
-                                .ident
-                                .as_ref()
-                                .map(ToString::to_string)
-                                .unwrap_or_default();
-                            let raw = raw.strip_prefix("r#").unwrap_or(&raw).to_owned();
-                            let name = fattrs
-                                .rename
-                                .clone()
-                                .unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
                             if fattrs.flatten {
                                 if let Value::Object(inner) = value {
                                     object.extend(inner);
                                 }
                                 continue;
                             }
-                            object.insert(name, value);
+                            object.insert(fattrs.serialized_name(ident, cattrs.rename_all), value);
                         }
                         Ok(Value::Object(object))
                     }

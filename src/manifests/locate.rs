@@ -123,19 +123,14 @@ fn field_named(
     };
     for field in &named.named {
         let fattrs = attrs::field_attrs(&field.attrs).ok()?;
-        let raw = field.ident.as_ref()?.to_string();
-        let raw = raw.strip_prefix("r#").unwrap_or(&raw).to_owned();
+        let ident = field.ident.as_ref()?;
         if fattrs.flatten {
             if let Some(found) = field_named(index, &field.ty, &item_module, name) {
                 return Some(found);
             }
             continue;
         }
-        let serialized = fattrs
-            .rename
-            .clone()
-            .unwrap_or_else(|| cattrs.rename_all.apply_to_field(&raw));
-        if serialized == name {
+        if fattrs.serialized_name(ident, cattrs.rename_all) == name {
             let ty = fattrs.with.clone().unwrap_or_else(|| field.ty.clone());
             return Some((file, field.span(), ty, item_module));
         }

@@ -131,9 +131,7 @@ impl<'a> Builder<'a> {
         attrs: &[syn::Attribute],
     ) -> Result<FieldAttrs, SourceError> {
         let mut fattrs = attrs::field_attrs(attrs).map_err(|e| syn_error(file, e))?;
-        let mut validations = std::mem::take(&mut fattrs.meta.validations);
-        self.resolve_regex_paths(file, module, &mut validations)?;
-        fattrs.meta.validations = validations;
+        self.resolve_regex_paths(file, module, &mut fattrs.meta.validations)?;
         report_unsupported(file, &fattrs.meta)?;
         self.fold_transforms(file, module, &mut fattrs.meta)?;
         Ok(fattrs)
@@ -618,12 +616,7 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let Some(ident) = &field.ident else { continue };
-            let raw = ident.to_string();
-            let raw = raw.strip_prefix("r#").unwrap_or(&raw);
-            let name = fattrs
-                .rename
-                .clone()
-                .unwrap_or_else(|| rename_all.apply_to_field(raw));
+            let name = fattrs.serialized_name(ident, rename_all);
             if fattrs.flatten {
                 let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
                 let built = self.type_schema(file, &Scoped { ty, module, env })?;
