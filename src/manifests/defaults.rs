@@ -76,6 +76,21 @@ pub fn call(
     Folder { index, env }.call(file, module, path)
 }
 
+/// An expression folded as a default would be (literals, `.into()`, `String::from`, constants,
+/// `json!`, ...), for other attributes that take a value only running Rust would compute.
+pub fn fold_expr(
+    index: &Index,
+    file: &Path,
+    module: &str,
+    expr: &Expr,
+) -> Result<Value, SourceError> {
+    Folder {
+        index,
+        env: &Env::default(),
+    }
+    .expr(file, module, expr)
+}
+
 /// `T::default()` of a hand-written `impl Default for T` in `module`, folded; `None` if there
 /// is no such impl.
 pub fn impl_default(
@@ -410,6 +425,19 @@ impl Folder<'_> {
         match expr {
             Expr::Paren(p) => self.expr(file, module, &p.expr),
             Expr::Group(g) => self.expr(file, module, &g.expr),
+            Expr::Reference(r) => self.expr(file, module, &r.expr),
+            // `json!({...})` with literal contents.
+            Expr::Macro(m)
+                if m.mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "json") =>
+            {
+                let tokens: Vec<proc_macro2::TokenTree> =
+                    m.mac.tokens.clone().into_iter().collect();
+                attrs::json_tokens(&tokens).ok_or_else(unfoldable)
+            }
             Expr::Block(b) if b.block.stmts.len() == 1 => match tail_expr(&b.block) {
                 Some(e) => self.expr(file, module, e),
                 None => Err(unfoldable()),

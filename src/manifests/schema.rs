@@ -1158,19 +1158,17 @@ fn regex_pattern(index: &Index, module: &str, path: &[String]) -> Option<String>
     let Resolved::Local(item) = index.resolve(module, path)? else {
         return None;
     };
-    match &index.items[item].kind {
-        ItemKind::Const(c) => string_literal(&c.expr),
-        ItemKind::Static(s) => string_literal(&s.expr).or_else(|| regex_literal(&s.expr)),
-        _ => None,
-    }
-}
-
-fn string_literal(expr: &syn::Expr) -> Option<String> {
-    match expr {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s),
-            ..
-        }) => Some(s.value()),
+    let item = &index.items[item];
+    let string =
+        |expr: &syn::Expr| match defaults::fold_expr(index, index.file(item), &item.module, expr)
+            .ok()?
+        {
+            Value::String(s) => Some(s),
+            _ => None,
+        };
+    match &item.kind {
+        ItemKind::Const(c) => string(&c.expr),
+        ItemKind::Static(s) => string(&s.expr).or_else(|| regex_literal(&s.expr)),
         _ => None,
     }
 }
@@ -1185,7 +1183,11 @@ fn regex_literal(expr: &syn::Expr) -> Option<String> {
                     && p.path.segments.iter().rev().nth(1).is_some_and(|s| s.ident == "Regex")
                     && p.path.segments.last().is_some_and(|s| s.ident == "new"));
             if is_regex_new && call.args.len() == 1 {
-                return call.args.first().and_then(string_literal);
+                return call
+                    .args
+                    .first()
+                    .and_then(attrs::expr_to_json)
+                    .and_then(|v| v.as_str().map(str::to_owned));
             }
             call.args.iter().find_map(regex_literal)
         }

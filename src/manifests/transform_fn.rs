@@ -2,13 +2,14 @@
 //! the other attributes; kopgen reads `f` instead, when its body is made only of statements
 //! whose effect is knowable without running Rust: inserting a literal value, removing a key.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use proc_macro2::Span;
 use syn::{Expr, Pat, Stmt, spanned::Spanned};
 
 use super::{
-    attrs::{SchemaOp, expr_to_json, json_tokens},
+    attrs::SchemaOp,
+    defaults::fold_expr,
     index::{Index, ItemKind},
     resolve::Resolved,
 };
@@ -45,13 +46,22 @@ pub fn fold(index: &Index, module: &str, path: &[String]) -> Result<Vec<SchemaOp
             Stmt::Expr(expr, _) => expr,
             other => return Err(at(other.span())),
         };
-        ops.push(statement(expr, &param).ok_or_else(|| at(expr.span()))?);
+        ops.push(
+            statement(index, &file, &item.module, expr, &param).ok_or_else(|| at(expr.span()))?,
+        );
     }
     Ok(ops)
 }
 
-/// `schema.insert(key, value)` or `schema.remove(key)` on the function's parameter.
-fn statement(expr: &Expr, param: &str) -> Option<SchemaOp> {
+/// `schema.insert(key, value)` or `schema.remove(key)` on the function's parameter, with the
+/// key and value folded as defaults are (literals, `.into()`, `String::from`, constants, `json!`).
+fn statement(
+    index: &Index,
+    file: &Path,
+    module: &str,
+    expr: &Expr,
+    param: &str,
+) -> Option<SchemaOp> {
     let Expr::MethodCall(call) = expr else {
         return None;
     };
@@ -61,54 +71,15 @@ fn statement(expr: &Expr, param: &str) -> Option<SchemaOp> {
     if !receiver.path.is_ident(param) {
         return None;
     }
+    let fold = |e: &Expr| fold_expr(index, file, module, e).ok();
+    let key = |e: &Expr| match fold(e)? {
+        serde_json::Value::String(key) => Some(key),
+        _ => None,
+    };
     let args: Vec<&Expr> = call.args.iter().collect();
     match (call.method.to_string().as_str(), args.as_slice()) {
-        ("insert", [key, value]) => Some(SchemaOp::Insert(string(key)?, value_of(value)?)),
-        ("remove", [key]) => Some(SchemaOp::Remove(string(key)?)),
+        ("insert", [k, value]) => Some(SchemaOp::Insert(key(k)?, fold(value)?)),
+        ("remove", [k]) => Some(SchemaOp::Remove(key(k)?)),
         _ => None,
     }
-}
-
-/// A string key: `"k"`, `"k".into()`, `"k".to_string()`, `"k".to_owned()`, `String::from("k")`.
-fn string(expr: &Expr) -> Option<String> {
-    match expr {
-        Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s),
-            ..
-        }) => Some(s.value()),
-        Expr::MethodCall(m)
-            if m.args.is_empty()
-                && ["into", "to_string", "to_owned"].contains(&m.method.to_string().as_str()) =>
-        {
-            string(&m.receiver)
-        }
-        Expr::Call(c) if c.args.len() == 1 && is_path(&c.func, &["String", "from"]) => {
-            c.args.first().and_then(string)
-        }
-        Expr::Reference(r) => string(&r.expr),
-        _ => None,
-    }
-}
-
-/// A value: `json!(...)` with literal contents, or a literal with `.into()`.
-fn value_of(expr: &Expr) -> Option<serde_json::Value> {
-    match expr {
-        Expr::Macro(m)
-            if m.mac
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "json") =>
-        {
-            let tokens: Vec<proc_macro2::TokenTree> = m.mac.tokens.clone().into_iter().collect();
-            json_tokens(&tokens)
-        }
-        Expr::MethodCall(m) if m.args.is_empty() && m.method == "into" => value_of(&m.receiver),
-        other => expr_to_json(other),
-    }
-}
-
-fn is_path(expr: &Expr, segments: &[&str]) -> bool {
-    matches!(expr, Expr::Path(p) if p.path.segments.len() == segments.len()
-        && p.path.segments.iter().zip(segments).all(|(s, want)| s.ident == want))
 }
