@@ -170,7 +170,7 @@ fn main() {
         );
     }
     if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {
-        kube_path(&fixtures, corpus);
+        kube_path(corpus);
         kube_path_operator(&scratch_root);
         if !quick {
             let kinds = 500;
@@ -314,7 +314,7 @@ fn cargo_run(dir: &Path, args: &[&str]) -> Duration {
 }
 
 /// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
-fn kube_path(fixtures: &Path, kopgen_time: Duration) {
+fn kube_path(kopgen_time: Duration) {
     let target = shared_target();
     let harness = target.with_file_name("parity-harness");
     if !harness.join("Cargo.toml").exists() {
@@ -323,7 +323,6 @@ fn kube_path(fixtures: &Path, kopgen_time: Duration) {
     }
     let file = harness.join("src/fixtures/basic.rs");
     let original = std::fs::read_to_string(&file).expect("harness fixture");
-    let _ = fixtures;
     let mut samples = Vec::new();
     for i in 0..3 {
         let changed = original.replace(

@@ -323,9 +323,10 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    let crd_files = outputs.len();
     let mut changes = ChangeSet::new(root.clone());
-    for output in &outputs {
-        changes.put(output_dir.join(&output.path), output.contents.clone());
+    for output in outputs {
+        changes.put(output_dir.join(output.path), output.contents);
     }
     if let Some(role) = role {
         changes.put("config/rbac/role.yaml", role);
@@ -343,7 +344,7 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             writeln!(
                 out,
                 "{} CRD file(s) up to date in {}",
-                outputs.len(),
+                crd_files,
                 display_path(&cwd, &output_dir)
             )?;
             return Ok(());
