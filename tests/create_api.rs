@@ -5,23 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Session, run_kopgen, tree};
-
-fn create_api(project: &Path, args: &[&str]) -> support::Run {
-    let mut all = vec!["create", "api"];
-    all.extend_from_slice(args);
-    run_kopgen(project, &all)
-}
-
-fn ok(project: &Path, args: &[&str]) -> support::Run {
-    let run = create_api(project, args);
-    assert_eq!(
-        run.status, 0,
-        "create api {args:?} failed:\n{}\n{}",
-        run.stdout, run.stderr
-    );
-    run
-}
+use support::{BLOG, Session, create_api_ok as ok, tree};
 
 /// Asserts that `create api args` fails, leaves the tree byte-identical, and returns stderr.
 fn fails_cleanly(project: &Path, args: &[&str]) -> String {
@@ -29,8 +13,6 @@ fn fails_cleanly(project: &Path, args: &[&str]) -> String {
     all.extend_from_slice(args);
     support::fails_cleanly_in(project, &all)
 }
-
-const BLOG: &[&str] = &["--group", "apps", "--version", "v1alpha1", "--kind", "Blog"];
 
 #[test]
 fn the_first_kind_writes_types_controller_samples_and_roles() {
@@ -201,31 +183,9 @@ fn controllers_for_built_in_kinds() {
 fn types_first_controller_later() {
     let session = Session::new();
     let project = session.init_demo(&[]);
-    ok(
-        &project,
-        &[
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-            "--controller=false",
-        ],
-    );
+    ok(&project, &[BLOG, &["--controller=false"]].concat());
     assert!(!project.join("src/controllers/apps").exists());
-    ok(
-        &project,
-        &[
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-            "--resource=false",
-        ],
-    );
+    ok(&project, &[BLOG, &["--resource=false"]].concat());
     assert!(
         project
             .join("src/controllers/apps/blog_controller.rs")

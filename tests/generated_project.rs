@@ -12,10 +12,8 @@ use std::{path::Path, process::Command};
 use support::{Session, cargo_ok, have, run_kopgen};
 
 fn create_api(project: &Path, args: &str) {
-    let mut all = vec!["create", "api"];
-    all.extend(args.split_whitespace());
-    let run = run_kopgen(project, &all);
-    assert_eq!(run.status, 0, "create api {args} failed:\n{}", run.stderr);
+    let args: Vec<&str> = args.split_whitespace().collect();
+    support::create_api_ok(project, &args);
 }
 
 /// Three own kinds across two groups (one cluster-scoped, one with a long name), a second

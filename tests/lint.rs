@@ -286,20 +286,7 @@ fn size_budgets_and_max_desc_len() {
 fn scaffolded_projects_are_lint_clean() {
     let session = Session::new();
     let project = session.init_demo(&[]);
-    let api = support::run_kopgen(
-        &project,
-        &[
-            "create",
-            "api",
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-        ],
-    );
-    assert_eq!(api.status, 0);
+    support::create_api_ok(&project, support::BLOG);
     let run = support::run_kopgen(&project, &["manifests", "--lint=deny"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert_eq!(run.stderr, "");

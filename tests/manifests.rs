@@ -28,20 +28,7 @@ fn crate_with(session: &Session, files: &[(&str, &str)]) {
 fn in_a_kopgen_project_it_needs_no_flags() {
     let session = Session::new();
     let project = session.init_demo(&[]);
-    let run = run_kopgen(
-        &project,
-        &[
-            "create",
-            "api",
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-        ],
-    );
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    support::create_api_ok(&project, support::BLOG);
     let run = run_kopgen(&project, &["manifests"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(

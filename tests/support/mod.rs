@@ -86,6 +86,22 @@ impl Session {
     }
 }
 
+/// The kind most tests scaffold.
+pub const BLOG: &[&str] = &["--group", "apps", "--version", "v1alpha1", "--kind", "Blog"];
+
+/// Runs `kopgen create api <args>` in `project` and asserts that it succeeded.
+pub fn create_api_ok(project: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["create", "api"];
+    all.extend_from_slice(args);
+    let run = run_kopgen(project, &all);
+    assert_eq!(
+        run.status, 0,
+        "create api {args:?} failed:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
 pub fn run_kopgen(cwd: &Path, args: &[&str]) -> Run {
     let output: Output = Command::new(env!("CARGO_BIN_EXE_kopgen"))
         .args(args)
