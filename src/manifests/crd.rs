@@ -88,10 +88,7 @@ impl Derived {
 
     /// An error at this version's declaration.
     pub fn error(&self, message: impl Into<String>) -> SourceError {
-        SourceError {
-            message: message.into(),
-            ..self.at.clone()
-        }
+        self.at.reworded(message)
     }
 }
 

@@ -18,13 +18,22 @@ pub struct SourceError {
 
 impl SourceError {
     pub fn at(file: &Path, span: Span, message: impl Into<String>) -> Self {
-        let start = span.start();
         Self {
-            file: file.to_path_buf(),
-            line: start.line,
-            column: start.column + 1,
+            file: PathBuf::new(),
+            line: 0,
+            column: 0,
             message: message.into(),
             help: None,
+        }
+        .with_location(file, span)
+    }
+
+    /// Another error at the same place.
+    pub fn reworded(&self, message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            help: None,
+            ..self.clone()
         }
     }
 

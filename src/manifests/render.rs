@@ -69,29 +69,21 @@ pub fn render(
     } else {
         match stored.as_slice() {
             [(version, _)] => kube_core::crd::merge_crds(crds, version).map_err(|e| {
-                vec![SourceError {
-                    message: format!("cannot merge the versions of {kind}: {e}"),
-                    ..first_at.clone()
-                }]
+                vec![first_at.reworded(format!("cannot merge the versions of {kind}: {e}"))]
             })?,
             [] => {
                 return Err(vec![
-                    SourceError {
-                        message: format!("no version of {kind} is the storage version"),
-                        ..first_at
-                    }
-                    .help("exactly one version needs storage (the default); remove `storage = false` from one"),
+                    first_at
+                        .reworded(format!("no version of {kind} is the storage version"))
+                        .help("exactly one version needs storage (the default); remove `storage = false` from one"),
                 ]);
             }
             [(a, at), (b, b_at), ..] => {
                 let second = format!("{}:{}", b_at.file.display(), b_at.line);
                 return Err(vec![
-                    SourceError {
-                        message: format!(
-                            "{a} and {b} (at {second}) are both storage versions of {kind}"
-                        ),
-                        ..at.clone()
-                    }
+                    at.reworded(format!(
+                        "{a} and {b} (at {second}) are both storage versions of {kind}"
+                    ))
                     .help("mark all but one version with #[kube(storage = false)]"),
                 ]);
             }
@@ -105,12 +97,7 @@ pub fn render(
     } else {
         Vec::new()
     };
-    let yaml = crd::to_yaml(&merged).map_err(|e| {
-        vec![SourceError {
-            message: e,
-            ..first_at
-        }]
-    })?;
+    let yaml = crd::to_yaml(&merged).map_err(|e| vec![first_at.reworded(e)])?;
     Ok(Rendered {
         position: job.position,
         output: Output {
