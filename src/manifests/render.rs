@@ -16,6 +16,7 @@ use super::{
 pub struct Job {
     /// Position of the kind in the run, so results are ordered whatever thread rendered them.
     pub position: usize,
+    /// In Kubernetes version priority order, as the deriving thread sorts them.
     pub versions: Vec<Derived>,
 }
 
@@ -33,8 +34,7 @@ pub fn render(
     transforms: &mut Transforms,
     options: &Options,
 ) -> Result<Rendered, Vec<SourceError>> {
-    let mut versions = job.versions;
-    versions.sort_by_key(|d| crd::version_priority(d.version()));
+    let versions = job.versions;
     let Some(first) = versions.first() else {
         return Err(Vec::new());
     };
