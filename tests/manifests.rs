@@ -80,6 +80,54 @@ fn check_passes_when_current_and_fails_with_a_diff_when_stale() {
 }
 
 #[test]
+fn the_cache_speeds_up_later_runs_and_check_never_uses_it() {
+    let session = Session::new();
+    crate_with(
+        &session,
+        &[
+            ("Cargo.toml", "[package]\nname = \"demo\"\n"),
+            ("src/lib.rs", SPEC),
+        ],
+    );
+    let args = ["manifests", "--paths", "src", "--output-dir", "crds"];
+    assert_eq!(session.kopgen(&args).status, 0);
+    let cache = session.join("target/kopgen/manifests.cache");
+    assert!(cache.is_file(), "the first run stores the cache");
+
+    // An edit: the cached run writes what a run from scratch writes.
+    session.write(
+        "src/lib.rs",
+        &SPEC.replace("pub size: i32,", "pub size: i32,\n    pub color: String,"),
+    );
+    let run = session.kopgen(&args);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("Updated crds/"), "{}", run.stdout);
+    let cached = session.read("crds/widgets.example.com_widgets.yaml");
+    assert!(cached.contains("color:"), "{cached}");
+    let mut fresh = args.to_vec();
+    fresh.push("--no-cache");
+    assert_eq!(
+        session.kopgen(&fresh).stdout,
+        "",
+        "a run from scratch agrees"
+    );
+
+    // `--check` derives from scratch and leaves the cache alone, even a damaged one.
+    std::fs::write(&cache, "not a cache").expect("write");
+    let mut check = args.to_vec();
+    check.push("--check");
+    let run = session.kopgen(&check);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(session.read("target/kopgen/manifests.cache"), "not a cache");
+    // A damaged cache is ignored and replaced.
+    assert_eq!(session.kopgen(&args).stdout, "");
+    assert_ne!(
+        session.read_bytes("target/kopgen/manifests.cache"),
+        b"not a cache"
+    );
+}
+
+#[test]
 fn stdout_prints_instead_of_writing() {
     let session = Session::new();
     crate_with(&session, &[("src/lib.rs", SPEC)]);

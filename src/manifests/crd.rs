@@ -134,7 +134,7 @@ pub fn single_version_crd(
     cr: &CustomResource,
 ) -> Result<Derived, SourceError> {
     let item = &index.items[cr.item];
-    let ItemKind::Struct(spec) = &item.kind else {
+    let ItemKind::Struct(spec) = index.kind(cr.item) else {
         return Err(SourceError::at(
             &cr.file,
             cr.span,

@@ -99,10 +99,7 @@ pub fn impl_default(
     name: &str,
     env: &Env,
 ) -> Result<Option<Value>, SourceError> {
-    let Some(function) = index
-        .default_impls
-        .get(&(module.to_owned(), name.to_owned()))
-    else {
+    let Some(function) = index.default_impl(module, name) else {
         return Ok(None);
     };
     let Some(item) = index.modules.get(module).and_then(|m| m.items.get(name)) else {
@@ -129,7 +126,7 @@ pub fn schema_with(
     let Some(Resolved::Local(item)) = index.resolve(module, &path_segments(function)) else {
         return Err(unfoldable(function.span()));
     };
-    let ItemKind::Fn(f) = &index.items[item].kind else {
+    let ItemKind::Fn(f) = index.kind(item) else {
         return Err(unfoldable(function.span()));
     };
     let item_file = index.file(&index.items[item]).to_path_buf();
@@ -279,18 +276,14 @@ impl Folder<'_> {
         given: &std::collections::HashMap<String, Value>,
         all_default: bool,
     ) -> Result<Value, SourceError> {
+        let item_kind = self.index.kind(item_index);
         let item = &self.index.items[item_index];
         let item_file = self.index.file(item).to_path_buf();
         let module = item.module.clone();
-        if all_default
-            && let Some(function) = self
-                .index
-                .default_impls
-                .get(&(module.clone(), item.name.clone()))
-        {
+        if all_default && let Some(function) = self.index.default_impl(&module, &item.name) {
             return self.hand_written_default(&item_file, &module, &item.name, function);
         }
-        match &item.kind {
+        match item_kind {
             ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
             ItemKind::Struct(s) if !all_default || attrs::derives(&s.attrs, "Default") => {
                 let cattrs = attrs::container_attrs(&s.attrs)
@@ -358,7 +351,7 @@ impl Folder<'_> {
             }
             _ => Err(SourceError::at(
                 &item_file,
-                item.ident_span(),
+                self.index.ident_span(item_index),
                 "this type does not derive Default",
             )
             .help(HELP)),
@@ -393,9 +386,10 @@ impl Folder<'_> {
             |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
         match self.index.resolve(module, &path_segments(path)) {
             Some(Resolved::Local(item)) => {
+                let item_kind = self.index.kind(item);
                 let item = &self.index.items[item];
                 let item_file = self.index.file(item).to_path_buf();
-                let ItemKind::Fn(f) = &item.kind else {
+                let ItemKind::Fn(f) = item_kind else {
                     return Err(unfoldable("the default is not a function"));
                 };
                 let expr = tail_expr(&f.block).ok_or_else(|| {
@@ -514,8 +508,9 @@ impl Folder<'_> {
                 }
                 match self.index.resolve(module, &segments) {
                     Some(Resolved::Local(item)) => {
+                        let item_kind = self.index.kind(item);
                         let item = &self.index.items[item];
-                        match &item.kind {
+                        match item_kind {
                             ItemKind::Const(c) => {
                                 let item_file = self.index.file(item).to_path_buf();
                                 self.expr(&item_file, &item.module.clone(), &c.expr)
@@ -536,7 +531,7 @@ impl Folder<'_> {
         let Resolved::Local(item) = self.index.resolve(module, enum_path)? else {
             return None;
         };
-        let ItemKind::Enum(e) = &self.index.items[item].kind else {
+        let ItemKind::Enum(e) = self.index.kind(item) else {
             return None;
         };
         let cattrs = attrs::container_attrs(&e.attrs).ok()?;

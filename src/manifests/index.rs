@@ -3,16 +3,20 @@
 //! way rustc's name resolution would for the subset of Rust that API types are written in.
 
 use std::{
+    cell::{OnceCell, RefCell},
     collections::HashMap,
+    ops::Range,
     path::{Path, PathBuf},
 };
 
+use serde::{Deserialize, Serialize};
 use syn::{Item, UseTree};
+use xxhash_rust::xxh3::Xxh3;
 
 use super::error::SourceError;
 
 /// An item that can carry a schema or be referenced from one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub enum ItemKind {
     Struct(syn::ItemStruct),
     Enum(syn::ItemEnum),
@@ -21,30 +25,65 @@ pub enum ItemKind {
     Const(syn::ItemConst),
     /// Read for `#[validate(regex(path = ...))]`, whose pattern a static regex holds.
     Static(syn::ItemStatic),
+    /// The body of an item whose file could not be read again (an incremental run whose
+    /// cache disagrees with the source): every use is an error, and the caller then derives
+    /// everything from scratch.
+    #[default]
+    Unloaded,
 }
 
-#[derive(Debug, Clone)]
+/// What kind of item a name denotes, known without its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ItemTag {
+    Struct,
+    Enum,
+    Alias,
+    Fn,
+    Const,
+    Static,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IndexedItem {
     /// Canonical module path, e.g. `crate::api::apps::v1alpha1`.
     pub module: String,
     pub name: String,
-    pub kind: ItemKind,
+    pub tag: ItemTag,
     pub file: usize,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Module {
     /// Items declared here, by name, as indexes into [`Index::items`]. Types and values share
     /// the map; kopgen only looks up types and functions, which rarely collide.
     pub items: HashMap<String, usize>,
     /// `use` imports: local name → absolute path (`crate::...` or an external crate path).
     pub uses: HashMap<String, Vec<String>>,
-    /// `use path::*` imports, as absolute paths.
+    /// `use` path::* imports, as absolute paths.
     pub globs: Vec<Vec<String>>,
     /// Child modules declared here.
     pub children: Vec<String>,
 }
 
+/// A hand-written `impl Default for T`, by the file that holds it.
+#[derive(Debug, Default)]
+struct DefaultImpl {
+    file: usize,
+    body: OnceCell<syn::ImplItemFn>,
+}
+
+/// A file whose syntax tree is not loaded yet (incremental runs parse a file only when a kind
+/// that is derived again reads one of its items).
+#[derive(Debug)]
+struct Pending {
+    module: String,
+    text: String,
+}
+
+/// The modules and items of a crate. Names, `use` declarations and module structure are always
+/// complete, so path resolution never depends on which files are loaded; item bodies may be
+/// loaded lazily, and every body read is recorded (see [`Index::take_touched`]) so that an
+/// incremental run knows which files each CRD depends on.
 #[derive(Debug, Default)]
 pub struct Index {
     pub files: Vec<PathBuf>,
@@ -52,21 +91,53 @@ pub struct Index {
     pub modules: HashMap<String, Module>,
     /// Hand-written `impl Default for T { fn default() -> Self { .. } }`, by (module, `T`):
     /// kopgen folds a body that is one foldable expression.
-    pub default_impls: HashMap<(String, String), syn::ImplItemFn>,
+    default_impls: HashMap<(String, String), DefaultImpl>,
+    bodies: Vec<OnceCell<ItemKind>>,
+    /// The items each file declares: a file's items are contiguous.
+    file_items: Vec<Range<usize>>,
+    /// Per file: a hash of everything it contributes besides item bodies (names, kinds of
+    /// items, `use` declarations, modules, `impl Default`s). Equal hashes for every file mean
+    /// equal name resolution.
+    structure: Vec<u64>,
+    pending: Vec<RefCell<Option<Pending>>>,
+    /// Files whose bodies were read since the last [`Index::take_touched`], as a bit set.
+    touched: RefCell<Vec<u64>>,
+    /// Set when a pending file could not be loaded.
+    broken: std::cell::Cell<bool>,
+    unloaded: ItemKind,
 }
 
-impl IndexedItem {
-    /// Where the item's name is written, for errors about the item.
-    pub fn ident_span(&self) -> proc_macro2::Span {
-        match &self.kind {
+impl Index {
+    /// Where item `item`'s name is written, for errors about the item.
+    pub fn ident_span(&self, item: usize) -> proc_macro2::Span {
+        match self.kind(item) {
             ItemKind::Struct(s) => s.ident.span(),
             ItemKind::Enum(e) => e.ident.span(),
             ItemKind::Alias(a) => a.ident.span(),
             ItemKind::Fn(f) => f.sig.ident.span(),
             ItemKind::Const(c) => c.ident.span(),
             ItemKind::Static(s) => s.ident.span(),
+            ItemKind::Unloaded => proc_macro2::Span::call_site(),
         }
     }
+}
+
+/// Feeds one structural fact to a file's structure hash; fields are separated so that
+/// `("ab", "c")` and `("a", "bc")` differ.
+fn feed(hasher: &mut Xxh3, tag: u8, parts: &[&str]) {
+    hasher.update(&[tag]);
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update(&[0xff]);
+    }
+}
+
+/// The names and bodies one file adds, in source order.
+#[derive(Default)]
+struct Added {
+    items: Vec<IndexedItem>,
+    bodies: Vec<ItemKind>,
+    default_impls: Vec<((String, String), syn::ImplItemFn)>,
 }
 
 impl Index {
@@ -75,77 +146,96 @@ impl Index {
     pub fn add_file(&mut self, path: &Path, module: &str, file: syn::File) {
         let file_index = self.files.len();
         self.files.push(path.to_path_buf());
-        self.add_items(module, file.items, file_index);
+        let mut hasher = Xxh3::new();
+        let mut added = Added::default();
+        self.add_items(module, file.items, file_index, &mut hasher, &mut added);
+        self.structure.push(hasher.digest());
+        let start = self.items.len();
+        self.file_items.push(start..start + added.items.len());
+        self.pending.push(RefCell::new(None));
+        self.commit(added);
     }
 
-    fn add_items(&mut self, module: &str, items: Vec<Item>, file: usize) {
+    /// Moves what one file added into the index, numbering its items after those of the files
+    /// before it.
+    fn commit(&mut self, added: Added) {
+        let start = self.items.len();
+        for (offset, item) in added.items.into_iter().enumerate() {
+            self.modules
+                .entry(item.module.clone())
+                .or_default()
+                .items
+                .insert(item.name.clone(), start + offset);
+            self.items.push(item);
+        }
+        self.bodies
+            .extend(added.bodies.into_iter().map(OnceCell::from));
+        for (key, body) in added.default_impls {
+            let file = self.files.len() - 1;
+            self.default_impls.insert(
+                key,
+                DefaultImpl {
+                    file,
+                    body: OnceCell::from(body),
+                },
+            );
+        }
+    }
+
+    fn add_items(
+        &mut self,
+        module: &str,
+        items: Vec<Item>,
+        file: usize,
+        hasher: &mut Xxh3,
+        added: &mut Added,
+    ) {
+        feed(hasher, b'm', &[module]);
         self.modules.entry(module.to_owned()).or_default();
         for item in items {
-            let (name, kind) = match item {
-                Item::Struct(s) => (s.ident.to_string(), ItemKind::Struct(s)),
-                Item::Enum(e) => (e.ident.to_string(), ItemKind::Enum(e)),
-                Item::Type(t) => (t.ident.to_string(), ItemKind::Alias(t)),
-                Item::Fn(f) => (f.sig.ident.to_string(), ItemKind::Fn(f)),
-                Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c)),
-                Item::Static(s) => (s.ident.to_string(), ItemKind::Static(s)),
+            let (name, tag, kind) = match item {
+                Item::Struct(s) => (s.ident.to_string(), ItemTag::Struct, ItemKind::Struct(s)),
+                Item::Enum(e) => (e.ident.to_string(), ItemTag::Enum, ItemKind::Enum(e)),
+                Item::Type(t) => (t.ident.to_string(), ItemTag::Alias, ItemKind::Alias(t)),
+                Item::Fn(f) => (f.sig.ident.to_string(), ItemTag::Fn, ItemKind::Fn(f)),
+                Item::Const(c) => (c.ident.to_string(), ItemTag::Const, ItemKind::Const(c)),
+                Item::Static(s) => (s.ident.to_string(), ItemTag::Static, ItemKind::Static(s)),
                 Item::Use(u) => {
                     let mut prefix = Vec::new();
-                    self.add_use(module, &u.tree, &mut prefix);
+                    self.add_use(module, &u.tree, &mut prefix, hasher);
                     continue;
                 }
                 Item::Impl(imp) => {
-                    self.add_default_impl(module, imp);
+                    if let Some((name, function)) = default_impl(imp) {
+                        feed(hasher, b'd', &[module, &name]);
+                        added
+                            .default_impls
+                            .push(((module.to_owned(), name), function));
+                    }
                     continue;
                 }
                 Item::Mod(m) => {
                     let child = format!("{module}::{}", m.ident);
+                    feed(hasher, b'c', &[module, &m.ident.to_string()]);
                     self.module_mut(module).children.push(m.ident.to_string());
                     if let Some((_, inner)) = m.content {
-                        self.add_items(&child, inner, file);
+                        self.add_items(&child, inner, file, hasher, added);
                     } else {
+                        feed(hasher, b'm', &[&child]);
                         self.modules.entry(child).or_default();
                     }
                     continue;
                 }
                 _ => continue,
             };
-            let index = self.items.len();
-            self.items.push(IndexedItem {
+            feed(hasher, tag as u8, &[module, &name]);
+            added.items.push(IndexedItem {
                 module: module.to_owned(),
-                name: name.clone(),
-                kind,
+                name,
+                tag,
                 file,
             });
-            self.module_mut(module).items.insert(name, index);
-        }
-    }
-
-    fn add_default_impl(&mut self, module: &str, imp: syn::ItemImpl) {
-        let Some((_, trait_path, _)) = &imp.trait_ else {
-            return;
-        };
-        let is_default = trait_path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Default");
-        // Only `impl Default for Name`: a path to a type elsewhere could name a type of the
-        // same name in this module, and kopgen would fold the wrong impl.
-        let syn::Type::Path(self_ty) = &*imp.self_ty else {
-            return;
-        };
-        let Some(name) = self_ty.path.get_ident().map(ToString::to_string) else {
-            return;
-        };
-        if !is_default || !imp.generics.params.is_empty() {
-            return;
-        }
-        let function = imp.items.into_iter().find_map(|item| match item {
-            syn::ImplItem::Fn(f) if f.sig.ident == "default" => Some(f),
-            _ => None,
-        });
-        if let Some(function) = function {
-            self.default_impls
-                .insert((module.to_owned(), name), function);
+            added.bodies.push(kind);
         }
     }
 
@@ -153,11 +243,17 @@ impl Index {
         self.modules.entry(module.to_owned()).or_default()
     }
 
-    fn add_use(&mut self, module: &str, tree: &UseTree, prefix: &mut Vec<String>) {
+    fn add_use(
+        &mut self,
+        module: &str,
+        tree: &UseTree,
+        prefix: &mut Vec<String>,
+        hasher: &mut Xxh3,
+    ) {
         match tree {
             UseTree::Path(p) => {
                 prefix.push(p.ident.to_string());
-                self.add_use(module, &p.tree, prefix);
+                self.add_use(module, &p.tree, prefix, hasher);
                 prefix.pop();
             }
             UseTree::Name(n) => {
@@ -165,13 +261,13 @@ impl Index {
                 if name == "self" {
                     if let Some(last) = prefix.last().cloned() {
                         let path = absolutize(module, prefix);
-                        self.module_mut(module).uses.insert(last, path);
+                        self.add_import(module, last, path, hasher);
                     }
                 } else {
                     let mut full = prefix.clone();
                     full.push(name.clone());
                     let path = absolutize(module, &full);
-                    self.module_mut(module).uses.insert(name, path);
+                    self.add_import(module, name, path, hasher);
                 }
             }
             UseTree::Rename(r) => {
@@ -180,25 +276,257 @@ impl Index {
                     full.push(r.ident.to_string());
                 }
                 let path = absolutize(module, &full);
-                self.module_mut(module)
-                    .uses
-                    .insert(r.rename.to_string(), path);
+                self.add_import(module, r.rename.to_string(), path, hasher);
             }
             UseTree::Glob(_) => {
                 let path = absolutize(module, prefix);
+                feed(hasher, b'g', &[module, &path.join("::")]);
                 self.module_mut(module).globs.push(path);
             }
             UseTree::Group(g) => {
                 for tree in &g.items {
-                    self.add_use(module, tree, prefix);
+                    self.add_use(module, tree, prefix, hasher);
                 }
             }
         }
     }
 
+    fn add_import(&mut self, module: &str, name: String, path: Vec<String>, hasher: &mut Xxh3) {
+        feed(hasher, b'u', &[module, &name, &path.join("::")]);
+        self.module_mut(module).uses.insert(name, path);
+    }
+
     pub fn file(&self, item: &IndexedItem) -> &Path {
         &self.files[item.file]
     }
+
+    /// The body of item `item`, parsing its file first if it is not loaded yet.
+    pub fn kind(&self, item: usize) -> &ItemKind {
+        let Some(meta) = self.items.get(item) else {
+            return &self.unloaded;
+        };
+        self.touch(meta.file);
+        if self.bodies[item].get().is_none() {
+            self.load(meta.file);
+        }
+        self.bodies[item].get().unwrap_or(&self.unloaded)
+    }
+
+    /// The hand-written `impl Default for name` in `module`, if there is one.
+    pub fn default_impl(&self, module: &str, name: &str) -> Option<&syn::ImplItemFn> {
+        let found = self
+            .default_impls
+            .get(&(module.to_owned(), name.to_owned()))?;
+        self.touch(found.file);
+        if found.body.get().is_none() {
+            self.load(found.file);
+        }
+        found.body.get()
+    }
+
+    /// Whether `module` has an `impl Default for name` (known without reading its body).
+    pub fn has_default_impl(&self, module: &str, name: &str) -> bool {
+        self.default_impls
+            .contains_key(&(module.to_owned(), name.to_owned()))
+    }
+
+    fn touch(&self, file: usize) {
+        let mut touched = self.touched.borrow_mut();
+        let word = file / 64;
+        if touched.len() <= word {
+            touched.resize(word + 1, 0);
+        }
+        touched[word] |= 1 << (file % 64);
+    }
+
+    /// The files whose bodies were read since the last call, and forgets them.
+    pub fn take_touched(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.touched.borrow_mut())
+    }
+
+    /// Records `files` (from [`Index::take_touched`]) as read again.
+    pub fn merge_touched(&self, files: &[u64]) {
+        let mut touched = self.touched.borrow_mut();
+        if touched.len() < files.len() {
+            touched.resize(files.len(), 0);
+        }
+        for (word, bits) in touched.iter_mut().zip(files) {
+            *word |= bits;
+        }
+    }
+
+    /// Each file's structure hash, in file order.
+    pub fn structure_hashes(&self) -> &[u64] {
+        &self.structure
+    }
+
+    /// Whether a pending file could not be loaded (its text no longer matches the structure
+    /// the index was built from).
+    pub fn is_broken(&self) -> bool {
+        self.broken.get()
+    }
+
+    /// Parses a pending file and fills in its bodies.
+    fn load(&self, file: usize) {
+        let Some(pending) = self.pending.get(file).and_then(|p| p.borrow_mut().take()) else {
+            return;
+        };
+        let Ok(parsed) = syn::parse_file(&pending.text) else {
+            self.broken.set(true);
+            return;
+        };
+        let mut scratch = Index::default();
+        let mut hasher = Xxh3::new();
+        let mut added = Added::default();
+        scratch.add_items(&pending.module, parsed.items, file, &mut hasher, &mut added);
+        let range = self.file_items[file].clone();
+        let matches = hasher.digest() == self.structure[file]
+            && added.items.len() == range.len()
+            && added
+                .items
+                .iter()
+                .zip(&self.items[range.clone()])
+                .all(|(a, b)| a.name == b.name && a.tag == b.tag && a.module == b.module);
+        if !matches {
+            self.broken.set(true);
+            return;
+        }
+        for (cell, body) in self.bodies[range].iter().zip(added.bodies) {
+            let _ = cell.set(body);
+        }
+        for (key, body) in added.default_impls {
+            if let Some(slot) = self.default_impls.get(&key) {
+                let _ = slot.body.set(body);
+            }
+        }
+    }
+
+    /// The index without bodies, to be stored and later rebuilt with [`Index::from_structure`].
+    pub fn structure(&self) -> Structure {
+        Structure {
+            files: self.files.clone(),
+            items: self.items.clone(),
+            modules: self.modules.clone(),
+            default_impls: self
+                .default_impls
+                .iter()
+                .map(|((module, name), d)| (module.clone(), name.clone(), d.file))
+                .collect(),
+            file_items: self.file_items.iter().map(|r| (r.start, r.end)).collect(),
+            hashes: self.structure.clone(),
+        }
+    }
+
+    /// An index whose names come from `structure` and whose bodies are parsed on demand from
+    /// `texts` (module, text per file, in file order).
+    pub fn from_structure(structure: Structure, texts: Vec<(String, String)>) -> Option<Self> {
+        if texts.len() != structure.files.len()
+            || structure.file_items.len() != structure.files.len()
+            || structure.hashes.len() != structure.files.len()
+        {
+            return None;
+        }
+        let items = structure.items.len();
+        if structure
+            .file_items
+            .iter()
+            .any(|&(a, b)| a > b || b > items)
+            || structure.items.iter().any(|i| i.file >= texts.len())
+            || structure.default_impls.iter().any(|d| d.2 >= texts.len())
+        {
+            return None;
+        }
+        Some(Self {
+            files: structure.files,
+            items: structure.items,
+            modules: structure.modules,
+            default_impls: structure
+                .default_impls
+                .into_iter()
+                .map(|(module, name, file)| {
+                    (
+                        (module, name),
+                        DefaultImpl {
+                            file,
+                            body: OnceCell::new(),
+                        },
+                    )
+                })
+                .collect(),
+            bodies: (0..items).map(|_| OnceCell::new()).collect(),
+            file_items: structure.file_items.iter().map(|&(a, b)| a..b).collect(),
+            structure: structure.hashes,
+            pending: texts
+                .into_iter()
+                .map(|(module, text)| RefCell::new(Some(Pending { module, text })))
+                .collect(),
+            touched: RefCell::new(Vec::new()),
+            broken: std::cell::Cell::new(false),
+            unloaded: ItemKind::Unloaded,
+        })
+    }
+
+    /// The structure hash `file` would have, with the file already parsed.
+    pub fn structure_of(module: &str, file: syn::File) -> (u64, Self) {
+        let mut index = Index::default();
+        index.add_file(Path::new(""), module, file);
+        (index.structure[0], index)
+    }
+
+    /// Loads the bodies of `file` from `parsed`, an index of that file alone built by
+    /// [`Index::structure_of`] (so the file is not parsed twice).
+    pub fn load_parsed(&self, file: usize, parsed: Index) {
+        let range = self.file_items[file].clone();
+        if parsed.items.len() != range.len() {
+            self.broken.set(true);
+            return;
+        }
+        if let Some(pending) = self.pending.get(file) {
+            pending.borrow_mut().take();
+        }
+        for (cell, body) in self.bodies[range].iter().zip(parsed.bodies) {
+            let _ = cell.set(body.into_inner().unwrap_or_default());
+        }
+        for (key, d) in parsed.default_impls {
+            if let (Some(slot), Some(body)) = (self.default_impls.get(&key), d.body.into_inner()) {
+                let _ = slot.body.set(body);
+            }
+        }
+    }
+}
+
+/// The index without item bodies, as an incremental run stores it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Structure {
+    pub files: Vec<PathBuf>,
+    pub items: Vec<IndexedItem>,
+    pub modules: HashMap<String, Module>,
+    pub default_impls: Vec<(String, String, usize)>,
+    pub file_items: Vec<(usize, usize)>,
+    pub hashes: Vec<u64>,
+}
+
+/// `impl Default for Name { fn default() ... }`: the type's name and the function.
+fn default_impl(imp: syn::ItemImpl) -> Option<(String, syn::ImplItemFn)> {
+    let (_, trait_path, _) = imp.trait_.as_ref()?;
+    let is_default = trait_path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "Default");
+    // Only `impl Default for Name`: a path to a type elsewhere could name a type of the
+    // same name in this module, and kopgen would fold the wrong impl.
+    let syn::Type::Path(self_ty) = &*imp.self_ty else {
+        return None;
+    };
+    let name = self_ty.path.get_ident().map(ToString::to_string)?;
+    if !is_default || !imp.generics.params.is_empty() {
+        return None;
+    }
+    let function = imp.items.into_iter().find_map(|item| match item {
+        syn::ImplItem::Fn(f) if f.sig.ident == "default" => Some(f),
+        _ => None,
+    })?;
+    Some((name, function))
 }
 
 /// Makes a `use` path absolute: `crate::`, `self::`, `super::` are resolved against `module`;

@@ -8,7 +8,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Severity {
     Warning,
     Error,
@@ -123,6 +125,14 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
 struct Ctx<'a> {
     version: String,
     findings: &'a mut Vec<Finding>,
+}
+
+/// The rule called `name` and its fix, as static strings (for findings read back from a cache).
+pub fn rule_named(name: &str) -> Option<(&'static str, &'static str)> {
+    RULES
+        .iter()
+        .find(|(r, _, _)| *r == name)
+        .map(|(r, _, fix)| (*r, *fix))
 }
 
 fn fix_of(rule: &str) -> &'static str {

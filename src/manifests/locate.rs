@@ -89,7 +89,7 @@ fn unwrap(index: &Index, ty: &Type, module: &str, segment: &str) -> Option<(Type
                 Some(_) if segment == "[*]" => return args.first().cloned().map(|t| (t, module)),
                 _ => return Some((ty, module)),
             },
-            Resolved::Local(item) => match &index.items[item].kind {
+            Resolved::Local(item) => match index.kind(item) {
                 ItemKind::Alias(alias) => {
                     module = index.items[item].module.clone();
                     ty = (*alias.ty).clone();
@@ -112,7 +112,7 @@ fn field_named(
     let Resolved::Local(item) = index.resolve(module, &path_segments(&p.path))? else {
         return None;
     };
-    let ItemKind::Struct(s) = &index.items[item].kind else {
+    let ItemKind::Struct(s) = index.kind(item) else {
         return None;
     };
     let item_module = index.items[item].module.clone();

@@ -6,6 +6,7 @@
 //! folded statically), and [`crd`] assembles and merges the CRDs as kube-derive does.
 
 pub mod attrs;
+pub mod cache;
 pub mod cel;
 pub mod crd;
 pub mod defaults;
@@ -127,6 +128,63 @@ pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
+    on_derive_thread(sources, |sources| {
+        derive_and_render(sources, options, None).map(|(generated, _)| generated)
+    })
+}
+
+/// [`generate_with`], reusing what the last run with the same `cache` file derived: only the
+/// CRDs that read a changed file are derived again (see [`cache`] for when the cache is not
+/// used). The result is the same as [`generate_with`]'s; the cache is updated on success.
+pub fn generate_cached(
+    sources: &[discover::Source],
+    options: &Options,
+    cache_file: &std::path::Path,
+) -> Result<Generated, ManifestError> {
+    let key = cache::key(options);
+    let fingerprint = cache::fingerprint(sources);
+    let previous = cache::load(cache_file).filter(|state| state.key == key);
+    if let Some(state) = &previous
+        && state.sources == fingerprint
+        && let Some(generated) = unchanged(state)
+    {
+        return Ok(generated);
+    }
+    let record = Record { key, fingerprint };
+    let (generated, state) = on_derive_thread(sources, move |sources| {
+        derive_and_render(sources, options, Some((record, previous)))
+    })?;
+    if let Some((state, appended)) = state {
+        cache::store(cache_file, state, &appended, &generated.outputs);
+    }
+    Ok(generated)
+}
+
+/// What a cached run records about its inputs.
+struct Record {
+    key: String,
+    fingerprint: Vec<(PathBuf, String, u64)>,
+}
+
+/// The last run's result, when no source changed.
+fn unchanged(state: &cache::State) -> Option<Generated> {
+    let mut outputs = Vec::with_capacity(state.kinds.len());
+    let mut findings = Vec::new();
+    for kind in &state.kinds {
+        outputs.push(kind.output(&state.blob)?);
+        for finding in &kind.findings {
+            findings.push(finding.to_located()?);
+        }
+    }
+    outputs.sort_by(|a, b| a.path.cmp(&b.path));
+    Some(Generated { outputs, findings })
+}
+
+/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold.
+fn on_derive_thread<T: Send>(
+    sources: &[discover::Source],
+    work: impl FnOnce(&[discover::Source]) -> Result<T, ManifestError> + Send,
+) -> Result<T, ManifestError> {
     let largest = sources
         .iter()
         .map(|s| s.text.len() as u64)
@@ -138,13 +196,22 @@ pub fn generate_with(
     // Where that much address space cannot be reserved, the fixed stack still covers any real
     // source (thousands of nesting levels).
     let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
+    let work = std::sync::Mutex::new(Some(work));
+    let run = || {
+        let work = work
+            .lock()
+            .ok()
+            .and_then(|mut w| w.take())
+            .ok_or_else(|| ManifestError::Other("the derive thread ran twice".into()))?;
+        work(sources)
+    };
     std::thread::scope(|scope| {
         let mut started = None;
         for size in sizes {
             if let Ok(handle) = std::thread::Builder::new()
                 .name("kopgen-derive".into())
                 .stack_size(size)
-                .spawn_scoped(scope, || derive_and_render(sources, options))
+                .spawn_scoped(scope, run)
             {
                 started = Some(handle);
                 break;
@@ -152,14 +219,11 @@ pub fn generate_with(
         }
         started
             // No thread could start (a process limit): run here, on this thread's stack.
-            .map_or_else(
-                || derive_and_render(sources, options),
-                |handle| {
-                    handle
-                        .join()
-                        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
-                },
-            )
+            .map_or_else(run, |handle| {
+                handle
+                    .join()
+                    .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+            })
     })
 }
 
@@ -181,52 +245,259 @@ fn render_queue(
     done
 }
 
-/// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
-/// cannot leave it), and worker threads render the kinds already derived (transforms, merge,
-/// lint, YAML). Results are ordered by kind, so the output is the same whatever thread rendered
-/// what.
+/// One CRD of a run: derived now, or reused from the cache.
+enum Planned<'s> {
+    Derive(Vec<CustomResource>),
+    Reuse(&'s cache::Kind),
+}
+
+/// Derives and renders every CRD; with `cached`, reuses what it can of the previous state and
+/// returns the new one. An incremental attempt that fails in any way is repeated in full, so
+/// errors and output are always those of a full run.
 fn derive_and_render(
     sources: &[discover::Source],
     options: &Options,
-) -> Result<Generated, ManifestError> {
+    cached: Option<(Record, Option<cache::State>)>,
+) -> Result<(Generated, Option<(cache::State, String)>), ManifestError> {
+    let Some((record, previous)) = cached else {
+        let index = index_sources(sources)?;
+        let kinds = plan_full(&index)?;
+        return derive_planned(&index, kinds, (&[], 0), options, false).map(|(g, _)| (g, None));
+    };
+    if let Some(mut previous) = previous
+        && previous.sources.len() == record.fingerprint.len()
+    {
+        let structure = std::mem::take(&mut previous.structure);
+        if let Some(index) = incremental_index(sources, &previous, &record, structure)
+            && let Some(kinds) = plan_incremental(&index, &previous, &record)
+            && let Ok((generated, recorded)) = derive_planned(
+                &index,
+                kinds,
+                (&previous.blob, previous.blob_len),
+                options,
+                true,
+            )
+            && !index.is_broken()
+        {
+            return Ok((
+                generated,
+                Some(new_state(&index, record, recorded, previous.blob_len)),
+            ));
+        }
+    }
     let index = index_sources(sources)?;
+    let kinds = plan_full(&index)?;
+    let (generated, recorded) = derive_planned(&index, kinds, (&[], 0), options, true)?;
+    Ok((generated, Some(new_state(&index, record, recorded, 0))))
+}
+
+/// Every kind derived, grouped by (group, kind) with versions in priority order.
+fn plan_full(index: &Index) -> Result<Vec<Planned<'static>>, ManifestError> {
     let mut kinds: BTreeMap<(String, String), Vec<CustomResource>> = BTreeMap::new();
-    for cr in custom_resources(&index)? {
+    for cr in custom_resources(index, 0..index.items.len())? {
         kinds
             .entry((cr.group().to_owned(), cr.kind().to_owned()))
             .or_default()
             .push(cr);
     }
-    let mut kinds: Vec<Vec<CustomResource>> = kinds.into_values().collect();
-    for versions in &mut kinds {
-        versions.sort_by_key(|cr| crd::version_priority(cr.version()));
+    Ok(kinds
+        .into_values()
+        .map(|mut versions| {
+            versions.sort_by_key(|cr| crd::version_priority(cr.version()));
+            Planned::Derive(versions)
+        })
+        .collect())
+}
+
+/// The index of the last run with changed files parsed again, or `None` when the file list or
+/// any file's structure changed (or a changed file does not parse: the full run reports it).
+fn incremental_index(
+    sources: &[discover::Source],
+    previous: &cache::State,
+    record: &Record,
+    structure: index::Structure,
+) -> Option<Index> {
+    let same_files = previous
+        .sources
+        .iter()
+        .zip(&record.fingerprint)
+        .all(|(a, b)| a.0 == b.0 && a.1 == b.1);
+    if !same_files {
+        return None;
     }
+    let texts = sources
+        .iter()
+        .map(|s| (s.module.clone(), s.text.clone()))
+        .collect();
+    let index = Index::from_structure(structure, texts)?;
+    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
+        if old.2 == new.2 {
+            continue;
+        }
+        let source = sources.get(file)?;
+        let parsed = syn::parse_file(&source.text).ok()?;
+        let (hash, parsed) = Index::structure_of(&source.module, parsed);
+        if index.structure_hashes().get(file) != Some(&hash) {
+            return None;
+        }
+        index.load_parsed(file, parsed);
+    }
+    Some(index)
+}
+
+/// The CRDs of this run: reused where the last run derived them from unchanged files with the
+/// same versions, derived otherwise.
+fn plan_incremental<'s>(
+    index: &Index,
+    previous: &'s cache::State,
+    record: &Record,
+) -> Option<Vec<Planned<'s>>> {
+    let files = previous.sources.len();
+    let mut changed = vec![0u64; files.div_ceil(64)];
+    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
+        if old.2 != new.2 {
+            changed[file / 64] |= 1 << (file % 64);
+        }
+    }
+    let is_changed = |file: usize| changed[file / 64] & (1 << (file % 64)) != 0;
+    // Every custom resource: known from the last run in unchanged files, read again in changed ones.
+    let mut found: Vec<(usize, String, String, String)> = Vec::new();
+    for kind in &previous.kinds {
+        for (item, version) in &kind.versions {
+            if !is_changed(index.items.get(*item)?.file) {
+                found.push((
+                    *item,
+                    kind.group.clone(),
+                    kind.kind.clone(),
+                    version.clone(),
+                ));
+            }
+        }
+    }
+    let changed_items = (0..index.items.len()).filter(|&i| is_changed(index.items[i].file));
+    let mut fresh: std::collections::HashMap<usize, CustomResource> =
+        std::collections::HashMap::new();
+    for cr in custom_resources(index, changed_items).ok()? {
+        found.push((
+            cr.item,
+            cr.group().to_owned(),
+            cr.kind().to_owned(),
+            cr.version().to_owned(),
+        ));
+        fresh.insert(cr.item, cr);
+    }
+    // The order a full run merges in: by item, then (stably) by version priority.
+    found.sort_by_key(|f| f.0);
+    let mut kinds: BTreeMap<(String, String), Vec<(usize, String)>> = BTreeMap::new();
+    for (item, group, kind, version) in found {
+        kinds
+            .entry((group, kind))
+            .or_default()
+            .push((item, version));
+    }
+    let by_key: std::collections::HashMap<(&str, &str), &cache::Kind> = previous
+        .kinds
+        .iter()
+        .map(|k| ((k.group.as_str(), k.kind.as_str()), k))
+        .collect();
+    let mut planned = Vec::with_capacity(kinds.len());
+    for ((group, kind), mut versions) in kinds {
+        versions.sort_by_key(|(_, version)| crd::version_priority(version));
+        if let Some(last) = by_key.get(&(group.as_str(), kind.as_str()))
+            && last.versions == versions
+            && !last.reads_any(&changed)
+        {
+            planned.push(Planned::Reuse(last));
+            continue;
+        }
+        let mut crs = Vec::with_capacity(versions.len());
+        for (item, _) in versions {
+            match fresh.remove(&item) {
+                Some(cr) => crs.push(cr),
+                None => crs.extend(custom_resources(index, item..item + 1).ok()?),
+            }
+        }
+        planned.push(Planned::Derive(crs));
+    }
+    Some(planned)
+}
+
+/// Each kind of a run as the cache keeps it, and the outputs derived in the run, concatenated
+/// (the kinds place them after the previous blob).
+struct Recorded {
+    kinds: Vec<cache::Kind>,
+    appended: String,
+}
+
+/// The state to store after a run, and the outputs to add to the blob of `blob_len` bytes.
+fn new_state(
+    index: &Index,
+    record: Record,
+    recorded: Recorded,
+    blob_len: usize,
+) -> (cache::State, String) {
+    let state = cache::State {
+        key: record.key,
+        sources: record.fingerprint,
+        structure: index.structure(),
+        kinds: recorded.kinds,
+        blob_len,
+        blob: Vec::new(),
+    };
+    (state, recorded.appended)
+}
+
+/// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
+/// cannot leave it), and worker threads render the kinds already derived (transforms, merge,
+/// lint, YAML). Results are ordered by kind, so the output is the same whatever thread rendered
+/// what. With `record`, also returns each kind as the cache keeps it, with the files it read.
+fn derive_planned(
+    index: &Index,
+    kinds: Vec<Planned<'_>>,
+    (previous_blob, blob_start): (&[u8], usize),
+    options: &Options,
+    record: bool,
+) -> Result<(Generated, Recorded), ManifestError> {
+    let derived_kinds = kinds
+        .iter()
+        .filter(|k| matches!(k, Planned::Derive(_)))
+        .count();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| usize::from(n).saturating_sub(1))
-        .clamp(1, kinds.len().max(1));
+        .clamp(1, derived_kinds.max(1));
+    let mut deps: Vec<Vec<u64>> = vec![Vec::new(); kinds.len()];
     let (jobs, queue) = std::sync::mpsc::channel::<render::Job>();
     let queue = std::sync::Mutex::new(queue);
     let (derive_errors, rendered) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                let queue = &queue;
-                std::thread::Builder::new()
-                    .name("kopgen-render".into())
-                    .stack_size(STACK_SIZE)
-                    .spawn_scoped(scope, move || render_queue(queue, options))
-            })
-            .filter_map(Result::ok)
-            .collect();
+        let handles: Vec<_> = if derived_kinds == 0 {
+            Vec::new()
+        } else {
+            (0..workers)
+                .map(|_| {
+                    let queue = &queue;
+                    std::thread::Builder::new()
+                        .name("kopgen-render".into())
+                        .stack_size(STACK_SIZE)
+                        .spawn_scoped(scope, move || render_queue(queue, options))
+                })
+                .filter_map(Result::ok)
+                .collect()
+        };
         let mut errors = Vec::new();
-        let mut builder = schema::Builder::new(&index);
-        for (position, versions) in kinds.iter().enumerate() {
+        let mut builder = schema::Builder::new(index);
+        for (position, planned) in kinds.iter().enumerate() {
+            let Planned::Derive(versions) = planned else {
+                continue;
+            };
+            index.take_touched();
             let mut derived = Vec::with_capacity(versions.len());
             for cr in versions {
-                match crd::single_version_crd(&mut builder, &index, cr) {
+                match crd::single_version_crd(&mut builder, index, cr) {
                     Ok(d) => derived.push(d),
                     Err(e) => errors.push(e),
                 }
             }
+            deps[position] = index.take_touched();
             if errors.is_empty() {
                 // A send fails only if every worker is gone; the join below reports that.
                 let _ = jobs.send(render::Job {
@@ -244,7 +515,7 @@ fn derive_and_render(
             })
             .collect();
         if rendered.is_empty() {
-            // No worker could start (a process limit): render here instead.
+            // No worker could start (a process limit), or none was needed: render here.
             rendered.push(Ok(render_queue(&queue, options)));
         }
         (errors, rendered)
@@ -268,33 +539,101 @@ fn derive_and_render(
         errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         return Err(ManifestError::Many(errors));
     }
-    done.sort_by_key(|r| r.position);
-    let mut outputs = Vec::with_capacity(done.len());
-    let mut findings = Vec::new();
-    for r in done {
-        let versions = &kinds[r.position];
-        for finding in r.findings {
-            let Some(cr) = versions
-                .iter()
-                .find(|cr| cr.version() == finding.version)
-                .or_else(|| versions.first())
-            else {
-                continue;
-            };
-            let (file, span) = locate::locate(&index, cr, &finding.path);
-            let start = span.start();
-            findings.push(Located {
-                crd: r.crd_name.clone(),
-                file,
-                line: start.line,
-                column: start.column + 1,
-                finding,
-            });
+    let mut done: Vec<Option<render::Rendered>> = {
+        let mut slots: Vec<Option<render::Rendered>> = (0..kinds.len()).map(|_| None).collect();
+        for r in done {
+            let position = r.position;
+            if let Some(slot) = slots.get_mut(position) {
+                *slot = Some(r);
+            }
         }
-        outputs.push(r.output);
+        slots
+    };
+    let mut outputs = Vec::with_capacity(kinds.len());
+    let mut findings = Vec::new();
+    let mut cached = Vec::new();
+    let mut appended = String::new();
+    for (position, planned) in kinds.iter().enumerate() {
+        match planned {
+            Planned::Reuse(kind) => {
+                let damaged = || ManifestError::Other("the manifests cache is damaged".into());
+                for finding in &kind.findings {
+                    findings.push(finding.to_located().ok_or_else(damaged)?);
+                }
+                let output = kind.output(previous_blob).ok_or_else(damaged)?;
+                if record {
+                    cached.push((*kind).clone());
+                }
+                outputs.push(output);
+            }
+            Planned::Derive(versions) => {
+                let Some(r) = done.get_mut(position).and_then(Option::take) else {
+                    return Err(ManifestError::Other(
+                        "a kind was derived but not rendered".into(),
+                    ));
+                };
+                index.take_touched();
+                let mut located = Vec::with_capacity(r.findings.len());
+                for finding in r.findings {
+                    let Some(cr) = versions
+                        .iter()
+                        .find(|cr| cr.version() == finding.version)
+                        .or_else(|| versions.first())
+                    else {
+                        continue;
+                    };
+                    let (file, span) = locate::locate(index, cr, &finding.path);
+                    let start = span.start();
+                    located.push(Located {
+                        crd: r.crd_name.clone(),
+                        file,
+                        line: start.line,
+                        column: start.column + 1,
+                        finding,
+                    });
+                }
+                if record {
+                    let mut kind_deps = std::mem::take(&mut deps[position]);
+                    let read = index.take_touched();
+                    if kind_deps.len() < read.len() {
+                        kind_deps.resize(read.len(), 0);
+                    }
+                    for (word, bits) in kind_deps.iter_mut().zip(&read) {
+                        *word |= bits;
+                    }
+                    let first = versions.first();
+                    cached.push(cache::Kind {
+                        group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
+                        kind: first.map(|cr| cr.kind().to_owned()).unwrap_or_default(),
+                        versions: versions
+                            .iter()
+                            .map(|cr| (cr.item, cr.version().to_owned()))
+                            .collect(),
+                        deps: kind_deps,
+                        path: r.output.path.clone(),
+                        start: blob_start + appended.len(),
+                        len: r.output.contents.len(),
+                        hash: cache::content_hash(&r.output.contents),
+                        crd_name: r.crd_name.clone(),
+                        findings: located.iter().map(cache::Finding::from_located).collect(),
+                    });
+                }
+                if record {
+                    appended.push_str(&r.output.contents);
+                }
+                findings.extend(located);
+                outputs.push(r.output);
+            }
+        }
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Generated { outputs, findings })
+    Ok((
+        Generated { outputs, findings },
+        Recorded {
+            kinds: cached,
+            appended,
+        },
+    ))
 }
 
 /// What a custom resource is called, for tools that need to name its generated type
@@ -316,7 +655,7 @@ pub struct ResourceInfo {
 pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> {
     let sources = discover::sources(paths)?;
     let index = index_sources(&sources)?;
-    let mut out: Vec<ResourceInfo> = custom_resources(&index)?
+    let mut out: Vec<ResourceInfo> = custom_resources(&index, 0..index.items.len())?
         .into_iter()
         .map(|cr| ResourceInfo {
             group: cr.group().to_owned(),
@@ -359,12 +698,21 @@ fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
     }
 }
 
-/// Every struct deriving `CustomResource`, with its parsed `#[kube(...)]`.
-fn custom_resources(index: &Index) -> Result<Vec<CustomResource>, ManifestError> {
+/// Every struct among `items` deriving `CustomResource`, with its parsed `#[kube(...)]`.
+fn custom_resources(
+    index: &Index,
+    items: impl Iterator<Item = usize>,
+) -> Result<Vec<CustomResource>, ManifestError> {
     let mut found = Vec::new();
     let mut errors = Vec::new();
-    for (i, item) in index.items.iter().enumerate() {
-        let ItemKind::Struct(s) = &item.kind else {
+    for i in items {
+        let Some(item) = index.items.get(i) else {
+            continue;
+        };
+        if item.tag != index::ItemTag::Struct {
+            continue;
+        }
+        let ItemKind::Struct(s) = index.kind(i) else {
             continue;
         };
         if !attrs::derives(&s.attrs, "CustomResource") {

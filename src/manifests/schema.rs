@@ -59,7 +59,8 @@ pub struct Builder<'a> {
     stack: Vec<usize>,
     /// Schemas of items already derived, by item and generic arguments: a type used in many
     /// places is derived once (schemars inlines the same schema everywhere).
-    cache: HashMap<(usize, String), Schema>,
+    /// Each with the files its derivation read (see [`Index::take_touched`]).
+    cache: HashMap<(usize, String), (Schema, Vec<u64>)>,
     /// Items derived once so far: only a second use is cached, so that the (common) items used
     /// once are never cloned.
     seen: std::collections::HashSet<(usize, String)>,
@@ -360,9 +361,10 @@ impl<'a> Builder<'a> {
         args: &[&Type],
         scoped: &Scoped,
     ) -> Result<Built, SourceError> {
+        let item_kind = self.index.kind(item_index);
         let item = &self.index.items[item_index];
         let item_file = self.index.file(item).to_path_buf();
-        let generics = match &item.kind {
+        let generics = match item_kind {
             ItemKind::Struct(s) => Some(&s.generics),
             ItemKind::Enum(e) => Some(&e.generics),
             ItemKind::Alias(a) => Some(&a.generics),
@@ -395,7 +397,7 @@ impl<'a> Builder<'a> {
         for (param, arg) in params.iter().zip(args) {
             env.insert(param.clone(), self.concrete(arg, scoped));
         }
-        if let ItemKind::Alias(alias) = &item.kind {
+        if let ItemKind::Alias(alias) = item_kind {
             let module = item.module.clone();
             return self.type_schema(
                 &item_file,
@@ -407,7 +409,9 @@ impl<'a> Builder<'a> {
             );
         }
         let cache_key = (item_index, cache_key_of(&env));
-        if let Some(schema) = self.cache.get(&cache_key) {
+        if let Some((schema, files)) = self.cache.get(&cache_key) {
+            // The schema depends on the files its derivation read, as if read again here.
+            self.index.merge_touched(files);
             return Ok(plain(schema.clone()));
         }
         if self.stack.contains(&item_index) {
@@ -417,15 +421,19 @@ impl<'a> Builder<'a> {
             ));
         }
         self.stack.push(item_index);
-        let result = match &item.kind {
+        let outer = self.index.take_touched();
+        let result = match item_kind {
             ItemKind::Struct(s) => self.struct_schema(&item_file, &item.module.clone(), s, &env),
             ItemKind::Enum(e) => self.enum_schema(&item_file, &item.module.clone(), e, &env),
             _ => unreachable_type(&item_file, path),
         };
+        let files = self.index.take_touched();
+        self.index.merge_touched(&outer);
+        self.index.merge_touched(&files);
         self.stack.pop();
         let schema = result?;
         if !self.seen.insert(cache_key.clone()) {
-            self.cache.insert(cache_key, schema.clone());
+            self.cache.insert(cache_key, (schema.clone(), files));
         }
         Ok(plain(schema))
     }
@@ -458,10 +466,7 @@ impl<'a> Builder<'a> {
         cattrs.ident = Some(item.ident.to_string());
         if cattrs.default == DefaultAttr::Default
             && !cattrs.derives_default
-            && !self
-                .index
-                .default_impls
-                .contains_key(&(module.to_owned(), item.ident.to_string()))
+            && !self.index.has_default_impl(module, &item.ident.to_string())
         {
             return Err(SourceError::at(file, item.ident.span(), format!(
                 "`#[serde(default)]` on `{}` needs a `Default`, and kopgen finds neither a derived one nor an `impl Default` in its module", item.ident
@@ -1158,6 +1163,7 @@ fn regex_pattern(index: &Index, module: &str, path: &[String]) -> Option<String>
     let Resolved::Local(item) = index.resolve(module, path)? else {
         return None;
     };
+    let item_kind = index.kind(item);
     let item = &index.items[item];
     let string =
         |expr: &syn::Expr| match defaults::fold_expr(index, index.file(item), &item.module, expr)
@@ -1166,7 +1172,7 @@ fn regex_pattern(index: &Index, module: &str, path: &[String]) -> Option<String>
             Value::String(s) => Some(s),
             _ => None,
         };
-    match &item.kind {
+    match item_kind {
         ItemKind::Const(c) => string(&c.expr),
         ItemKind::Static(s) => string(&s.expr).or_else(|| regex_literal(&s.expr)),
         _ => None,

@@ -27,10 +27,10 @@ pub fn fold(index: &Index, module: &str, path: &[String]) -> Result<Vec<SchemaOp
     let Some(Resolved::Local(item)) = index.resolve(module, path) else {
         return Err(None);
     };
-    let item = &index.items[item];
-    let ItemKind::Fn(function) = &item.kind else {
+    let ItemKind::Fn(function) = index.kind(item) else {
         return Err(None);
     };
+    let item = &index.items[item];
     let file = index.file(item).to_path_buf();
     let at = |span: Span| Some((file.clone(), span));
     let param = match function.sig.inputs.first() {

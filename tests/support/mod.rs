@@ -48,6 +48,10 @@ impl Session {
         std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
     }
 
+    pub fn read_bytes(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
     /// Runs `kopgen args...` with the session directory as working directory.
     pub fn kopgen(&self, args: &[&str]) -> Run {
         run_kopgen(self.path(), args)
