@@ -424,9 +424,25 @@ pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
     }
 }
 
-/// Serializes a CRD the way `serde_yaml::to_string(&crd)` does.
+/// Serializes a CRD the way `serde_yaml::to_string(&crd)` does: with kopgen's port of its
+/// emitter where that covers the CRD, else with serde_yaml itself.
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, String> {
-    serde_yaml::to_string(crd).map_err(|e| e.to_string())
+    match super::yaml::to_string(crd) {
+        Ok(yaml) => {
+            if cfg!(debug_assertions) {
+                let expected = serde_yaml::to_string(crd).map_err(|e| e.to_string())?;
+                assert!(
+                    yaml == expected,
+                    "the YAML writer departs from serde_yaml:\n{}",
+                    similar::TextDiff::from_lines(&expected, &yaml)
+                        .unified_diff()
+                        .header("serde_yaml", "kopgen")
+                );
+            }
+            Ok(yaml)
+        }
+        Err(super::yaml::Unsupported) => serde_yaml::to_string(crd).map_err(|e| e.to_string()),
+    }
 }
 
 #[cfg(test)]

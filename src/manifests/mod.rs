@@ -22,6 +22,7 @@ pub mod resolve;
 pub mod schema;
 pub mod transform;
 pub mod transform_fn;
+pub mod yaml;
 
 use std::{collections::BTreeMap, path::PathBuf};
 

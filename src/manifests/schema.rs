@@ -64,6 +64,9 @@ pub struct Builder<'a> {
     /// Items derived once so far: only a second use is cached, so that the (common) items used
     /// once are never cloned.
     seen: std::collections::HashSet<(usize, String)>,
+    /// The same for library types, by canonical path.
+    leaves: HashMap<String, Schema>,
+    seen_leaves: std::collections::HashSet<String>,
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -80,6 +83,8 @@ impl<'a> Builder<'a> {
             stack: Vec::new(),
             cache: HashMap::new(),
             seen: std::collections::HashSet::new(),
+            leaves: HashMap::new(),
+            seen_leaves: std::collections::HashSet::new(),
         }
     }
 
@@ -332,7 +337,16 @@ impl<'a> Builder<'a> {
                     });
                 }
                 if let Some(f) = known::leaf(&canonical) {
-                    return Ok(plain(f(&mut self.generator)));
+                    // Library schemas are the same wherever they are used: from the second use
+                    // on (`Condition` in every status), a copy of one generated before.
+                    if let Some(schema) = self.leaves.get(&canonical) {
+                        return Ok(plain(schema.clone()));
+                    }
+                    let schema = f(&mut self.generator);
+                    if !self.seen_leaves.insert(canonical.clone()) {
+                        self.leaves.insert(canonical, schema.clone());
+                    }
+                    return Ok(plain(schema));
                 }
                 Err(SourceError::at(
                     file,
