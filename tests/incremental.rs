@@ -203,6 +203,43 @@ fn a_damaged_or_foreign_cache_is_not_used() {
     agree(&src, &cache, "an edit after the blob was emptied");
     std::fs::remove_file(&blob).expect("remove");
     assert_eq!(agree(&src, &cache, "a missing blob"), first);
+
+    // A cache that reads back but whose indexes point nowhere is not trusted either.
+    type Corrupt = fn(&mut serde_json::Value);
+    let corruptions: [(&str, Corrupt); 2] = [
+        ("module items out of range", |state| {
+            for module in state["structure"]["modules"]
+                .as_object_mut()
+                .expect("modules")
+                .values_mut()
+            {
+                for item in module["items"].as_object_mut().expect("items").values_mut() {
+                    *item = serde_json::json!(1_000_000);
+                }
+            }
+        }),
+        ("items outside their file", |state| {
+            for item in state["structure"]["items"].as_array_mut().expect("items") {
+                item["file"] = serde_json::json!(0);
+            }
+        }),
+    ];
+    for (step, corrupt) in corruptions {
+        let text = std::fs::read_to_string(&cache).expect("read");
+        let (magic, json) = text.split_once('\n').expect("magic line");
+        let mut state: serde_json::Value = serde_json::from_str(json).expect("json");
+        corrupt(&mut state);
+        std::fs::write(&cache, format!("{magic}\n{state}")).expect("write");
+        // An edit, so that the cache's structure is read.
+        let api = session.read("src/api.rs");
+        let edited = if api.ends_with("\n\n") {
+            API.to_owned()
+        } else {
+            format!("{API}\n")
+        };
+        session.write("src/api.rs", &edited);
+        assert_eq!(agree(&src, &cache, step), first);
+    }
 }
 
 /// A tiny deterministic generator, so failures replay.

@@ -427,12 +427,28 @@ impl Index {
             return None;
         }
         let items = structure.items.len();
+        // A stored structure is trusted no further than it can be checked: every index in range,
+        // and each file's items where its range says.
+        let in_file = |file: usize, item: usize| {
+            structure
+                .file_items
+                .get(file)
+                .is_some_and(|&(a, b)| (a..b).contains(&item))
+        };
         if structure
             .file_items
             .iter()
             .any(|&(a, b)| a > b || b > items)
-            || structure.items.iter().any(|i| i.file >= texts.len())
+            || structure
+                .items
+                .iter()
+                .enumerate()
+                .any(|(i, item)| !in_file(item.file, i))
             || structure.default_impls.iter().any(|d| d.2 >= texts.len())
+            || structure
+                .modules
+                .values()
+                .any(|m| m.items.values().any(|&i| i >= items))
         {
             return None;
         }
