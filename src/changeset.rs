@@ -99,12 +99,26 @@ impl ChangeSet {
 
     /// The changes, sorted by path, skipping updates that would not change the file.
     pub fn changes(&self) -> Vec<&Change> {
+        self.changes_with_old()
+            .into_iter()
+            .map(|(change, _)| change)
+            .collect()
+    }
+
+    /// [`ChangeSet::changes`], each with what the file holds now (`None` if it does not exist or
+    /// cannot be read), so that a diff needs no second read.
+    pub fn changes_with_old(&self) -> Vec<(&Change, Option<String>)> {
         self.files
             .values()
-            .filter(|change| {
-                change.kind == ChangeKind::Create
-                    || fs::read_to_string(self.root.join(&change.path))
-                        .map_or(true, |old| old != change.contents)
+            .filter_map(|change| {
+                if change.kind == ChangeKind::Create {
+                    return Some((change, None));
+                }
+                match fs::read_to_string(self.root.join(&change.path)) {
+                    Ok(old) if old == change.contents => None,
+                    Ok(old) => Some((change, Some(old))),
+                    Err(_) => Some((change, None)),
+                }
             })
             .collect()
     }

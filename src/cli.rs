@@ -343,11 +343,11 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         changes.put("config/rbac/role.yaml", role);
     }
     if args.check {
-        let stale = changes.changes();
-        for change in &stale {
+        let stale = changes.changes_with_old();
+        for (change, old) in &stale {
             let path = root.join(&change.path);
-            let old = std::fs::read_to_string(&path).unwrap_or_default();
-            let diff = similar::TextDiff::from_lines(&old, &change.contents);
+            let old = old.as_deref().unwrap_or_default();
+            let diff = similar::TextDiff::from_lines(old, &change.contents);
             let name = display_path(&cwd, &path);
             write!(out, "{}", diff.unified_diff().header(&name, &name))?;
         }

@@ -508,6 +508,9 @@ fn derive_planned(
             }
         }
         drop(jobs);
+        // Derivation is done: this thread renders what is still queued, beside the workers (or
+        // alone, when no worker could start or none was needed).
+        let here = render_queue(&queue, options);
         let mut rendered: Vec<_> = handles
             .into_iter()
             .map(|h| {
@@ -515,10 +518,7 @@ fn derive_planned(
                     .map_err(|_| ManifestError::Other("a render thread panicked".into()))
             })
             .collect();
-        if rendered.is_empty() {
-            // No worker could start (a process limit), or none was needed: render here.
-            rendered.push(Ok(render_queue(&queue, options)));
-        }
+        rendered.push(Ok(here));
         (errors, rendered)
     });
     if !derive_errors.is_empty() {
