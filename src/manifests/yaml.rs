@@ -673,12 +673,23 @@ impl Serializer {
     }
 }
 
+/// `Serializer` methods for integers, written as serde_yaml writes them (itoa, plain).
+macro_rules! integers {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(
+            fn $method(self, v: $ty) -> Result<(), Unsupported> {
+                self.scalar(itoa::Buffer::new().format(v), Style::Plain)
+            }
+        )*
+    };
+}
+
 impl ser::Serializer for &mut Serializer {
     type Ok = ();
     type Error = Unsupported;
     type SerializeSeq = Self;
-    type SerializeTuple = Self;
-    type SerializeTupleStruct = Self;
+    type SerializeTuple = ser::Impossible<(), Unsupported>;
+    type SerializeTupleStruct = ser::Impossible<(), Unsupported>;
     type SerializeTupleVariant = ser::Impossible<(), Unsupported>;
     type SerializeMap = Self;
     type SerializeStruct = Self;
@@ -688,45 +699,18 @@ impl ser::Serializer for &mut Serializer {
         self.scalar(if v { "true" } else { "false" }, Style::Plain)
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), Unsupported> {
-        self.scalar(itoa::Buffer::new().format(v), Style::Plain)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result<(), Unsupported> {
-        self.scalar(itoa::Buffer::new().format(v), Style::Plain)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), Unsupported> {
-        self.scalar(itoa::Buffer::new().format(v), Style::Plain)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result<(), Unsupported> {
-        self.scalar(itoa::Buffer::new().format(v), Style::Plain)
-    }
+    integers!(
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_i128(i128),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_u128(u128),
+    );
 
     fn serialize_f32(self, _v: f32) -> Result<(), Unsupported> {
         Err(Unsupported)
@@ -808,12 +792,17 @@ impl ser::Serializer for &mut Serializer {
         Ok(self)
     }
 
-    fn serialize_tuple(self, len: usize) -> Result<Self, Unsupported> {
-        self.serialize_seq(Some(len))
+    // A CRD holds no tuples; serde_yaml writes any that a value has.
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Unsupported> {
+        Err(Unsupported)
     }
 
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, Unsupported> {
-        self.serialize_seq(Some(len))
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Unsupported> {
+        Err(Unsupported)
     }
 
     fn serialize_tuple_variant(
@@ -866,39 +855,16 @@ impl ser::SerializeSeq for &mut Serializer {
     }
 }
 
-impl ser::SerializeTuple for &mut Serializer {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Serializer {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.close()
-    }
-}
-
 impl ser::SerializeMap for &mut Serializer {
     type Ok = ();
     type Error = Unsupported;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsupported> {
-        let key = key.serialize(KeyName)?;
-        self.key(&key)
+        // Only string keys; serde_yaml writes any other.
+        match key.serialize(serde_json::value::Serializer) {
+            Ok(serde_json::Value::String(key)) => self.key(&key),
+            _ => Err(Unsupported),
+        }
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
@@ -925,142 +891,6 @@ impl ser::SerializeStruct for &mut Serializer {
 
     fn end(self) -> Result<(), Unsupported> {
         self.close()
-    }
-}
-
-/// Reads a map key that is a string; any other key is left to serde_yaml.
-struct KeyName;
-
-impl ser::Serializer for KeyName {
-    type Ok = String;
-    type Error = Unsupported;
-    type SerializeSeq = ser::Impossible<String, Unsupported>;
-    type SerializeTuple = ser::Impossible<String, Unsupported>;
-    type SerializeTupleStruct = ser::Impossible<String, Unsupported>;
-    type SerializeTupleVariant = ser::Impossible<String, Unsupported>;
-    type SerializeMap = ser::Impossible<String, Unsupported>;
-    type SerializeStruct = ser::Impossible<String, Unsupported>;
-    type SerializeStructVariant = ser::Impossible<String, Unsupported>;
-
-    fn serialize_str(self, v: &str) -> Result<String, Unsupported> {
-        Ok(v.to_owned())
-    }
-
-    fn serialize_bool(self, _v: bool) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i8(self, _v: i8) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i16(self, _v: i16) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i32(self, _v: i32) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i64(self, _v: i64) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u8(self, _v: u8) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u16(self, _v: u16) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u32(self, _v: u32) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u64(self, _v: u64) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_f32(self, _v: f32) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_f64(self, _v: f64) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_char(self, _v: char) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_none(self) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_unit(self) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-    ) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _value: &T,
-    ) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<String, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Unsupported> {
-        Err(Unsupported)
     }
 }
 
