@@ -3,7 +3,9 @@
 //! One module per stage, data flowing one way: [`discover`] finds the sources, [`index`] parses
 //! them into modules and items, [`resolve`] answers what a path names, [`schema`] derives each
 //! type's schema as schemars' derive would (with [`known`] library schemas and [`defaults`]
-//! folded statically), and [`crd`] assembles and merges the CRDs as kube-derive does.
+//! folded statically), [`crd`] assembles and merges the CRDs as kube-derive does, and
+//! [`yaml`] writes them as serde_yaml would. [`cache`] keeps a run's work so that the next one
+//! derives only the CRDs an edit can have changed.
 
 pub mod attrs;
 pub mod cache;
