@@ -19,6 +19,7 @@ pub mod k8s_types;
 pub mod known;
 pub mod lint;
 pub mod locate;
+mod plan;
 pub mod render;
 pub mod resolve;
 pub mod schema;
@@ -26,12 +27,16 @@ pub mod transform;
 pub mod transform_fn;
 pub mod yaml;
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::path::PathBuf;
 
 use crate::manifests::{
     crd::CustomResource,
     error::ManifestError,
     index::{Index, ItemKind},
+    plan::{
+        Planned, Record, Recorded, incremental_index, new_state, plan_full, plan_incremental,
+        unchanged,
+    },
 };
 
 /// One file `kopgen manifests` writes, relative to the output directory.
@@ -163,26 +168,6 @@ pub fn generate_cached(
     Ok(generated)
 }
 
-/// What a cached run records about its inputs.
-struct Record {
-    key: String,
-    fingerprint: Vec<(PathBuf, String, u64)>,
-}
-
-/// The last run's result, when no source changed.
-fn unchanged(state: &cache::State) -> Option<Generated> {
-    let mut outputs = Vec::with_capacity(state.kinds.len());
-    let mut findings = Vec::new();
-    for kind in &state.kinds {
-        outputs.push(kind.output(&state.blob)?);
-        for finding in &kind.findings {
-            findings.push(finding.to_located()?);
-        }
-    }
-    outputs.sort_by(|a, b| a.path.cmp(&b.path));
-    Some(Generated { outputs, findings })
-}
-
 /// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold.
 fn on_derive_thread<T: Send>(
     sources: &[discover::Source],
@@ -248,12 +233,6 @@ fn render_queue(
     done
 }
 
-/// One CRD of a run: derived now, or reused from the cache.
-enum Planned<'s> {
-    Derive(Vec<CustomResource>),
-    Reuse(&'s cache::Kind),
-}
-
 /// Derives and renders every CRD; with `cached`, reuses what it can of the previous state and
 /// returns the new one. An incremental attempt that fails in any way is repeated in full, so
 /// errors and output are always those of a full run.
@@ -292,162 +271,6 @@ fn derive_and_render(
     let kinds = plan_full(&index)?;
     let (generated, recorded) = derive_planned(&index, kinds, (&[], 0), options, true)?;
     Ok((generated, Some(new_state(&index, record, recorded, 0))))
-}
-
-/// Every kind derived, grouped by (group, kind) with versions in priority order.
-fn plan_full(index: &Index) -> Result<Vec<Planned<'static>>, ManifestError> {
-    let mut kinds: BTreeMap<(String, String), Vec<CustomResource>> = BTreeMap::new();
-    for cr in custom_resources(index, 0..index.items.len())? {
-        kinds
-            .entry((cr.group().to_owned(), cr.kind().to_owned()))
-            .or_default()
-            .push(cr);
-    }
-    Ok(kinds
-        .into_values()
-        .map(|mut versions| {
-            versions.sort_by_key(|cr| crd::version_priority(cr.version()));
-            Planned::Derive(versions)
-        })
-        .collect())
-}
-
-/// The index of the last run with changed files parsed again, or `None` when the file list or
-/// any file's structure changed (or a changed file does not parse: the full run reports it).
-fn incremental_index(
-    sources: &[discover::Source],
-    previous: &cache::State,
-    record: &Record,
-    structure: index::Structure,
-) -> Option<Index> {
-    let same_files = previous
-        .sources
-        .iter()
-        .zip(&record.fingerprint)
-        .all(|(a, b)| a.0 == b.0 && a.1 == b.1);
-    if !same_files {
-        return None;
-    }
-    let texts = sources
-        .iter()
-        .map(|s| (s.module.clone(), s.text.clone()))
-        .collect();
-    let index = Index::from_structure(structure, texts)?;
-    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
-        if old.2 == new.2 {
-            continue;
-        }
-        let source = sources.get(file)?;
-        let parsed = syn::parse_file(&source.text).ok()?;
-        let (hash, parsed) = Index::structure_of(&source.module, parsed);
-        if index.structure_hashes().get(file) != Some(&hash) {
-            return None;
-        }
-        index.load_parsed(file, parsed);
-    }
-    Some(index)
-}
-
-/// The CRDs of this run: reused where the last run derived them from unchanged files with the
-/// same versions, derived otherwise.
-fn plan_incremental<'s>(
-    index: &Index,
-    previous: &'s cache::State,
-    record: &Record,
-) -> Option<Vec<Planned<'s>>> {
-    let files = previous.sources.len();
-    let mut changed = vec![0u64; files.div_ceil(64)];
-    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
-        if old.2 != new.2 {
-            changed[file / 64] |= 1 << (file % 64);
-        }
-    }
-    let is_changed = |file: usize| changed[file / 64] & (1 << (file % 64)) != 0;
-    // Every custom resource: known from the last run in unchanged files, read again in changed ones.
-    let mut found: Vec<(usize, String, String, String)> = Vec::new();
-    for kind in &previous.kinds {
-        for (item, version) in &kind.versions {
-            if !is_changed(index.items.get(*item)?.file) {
-                found.push((
-                    *item,
-                    kind.group.clone(),
-                    kind.kind.clone(),
-                    version.clone(),
-                ));
-            }
-        }
-    }
-    let changed_items = (0..index.items.len()).filter(|&i| is_changed(index.items[i].file));
-    let mut fresh: std::collections::HashMap<usize, CustomResource> =
-        std::collections::HashMap::new();
-    for cr in custom_resources(index, changed_items).ok()? {
-        found.push((
-            cr.item,
-            cr.group().to_owned(),
-            cr.kind().to_owned(),
-            cr.version().to_owned(),
-        ));
-        fresh.insert(cr.item, cr);
-    }
-    // The order a full run merges in: by item, then (stably) by version priority.
-    found.sort_by_key(|f| f.0);
-    let mut kinds: BTreeMap<(String, String), Vec<(usize, String)>> = BTreeMap::new();
-    for (item, group, kind, version) in found {
-        kinds
-            .entry((group, kind))
-            .or_default()
-            .push((item, version));
-    }
-    let by_key: std::collections::HashMap<(&str, &str), &cache::Kind> = previous
-        .kinds
-        .iter()
-        .map(|k| ((k.group.as_str(), k.kind.as_str()), k))
-        .collect();
-    let mut planned = Vec::with_capacity(kinds.len());
-    for ((group, kind), mut versions) in kinds {
-        versions.sort_by_key(|(_, version)| crd::version_priority(version));
-        if let Some(last) = by_key.get(&(group.as_str(), kind.as_str()))
-            && last.versions == versions
-            && !last.reads_any(&changed)
-        {
-            planned.push(Planned::Reuse(last));
-            continue;
-        }
-        let mut crs = Vec::with_capacity(versions.len());
-        for (item, _) in versions {
-            match fresh.remove(&item) {
-                Some(cr) => crs.push(cr),
-                None => crs.extend(custom_resources(index, item..item + 1).ok()?),
-            }
-        }
-        planned.push(Planned::Derive(crs));
-    }
-    Some(planned)
-}
-
-/// Each kind of a run as the cache keeps it, and the outputs derived in the run, concatenated
-/// (the kinds place them after the previous blob).
-struct Recorded {
-    kinds: Vec<cache::Kind>,
-    appended: String,
-}
-
-/// The state to store after a run, and the outputs to add to the blob of `blob_len` bytes.
-fn new_state(
-    index: &Index,
-    record: Record,
-    recorded: Recorded,
-    blob_len: usize,
-) -> (cache::State, String) {
-    let state = cache::State {
-        key: record.key,
-        sources: record.fingerprint,
-        structure: index.structure(),
-        kinds: recorded.kinds,
-        blob_len,
-        blob: Vec::new(),
-    };
-    (state, recorded.appended)
 }
 
 /// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
