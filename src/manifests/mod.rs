@@ -217,20 +217,71 @@ fn on_derive_thread<T: Send>(
 
 /// A render worker: renders the kinds in `queue` until the deriving thread closes it.
 fn render_queue(
-    queue: &std::sync::Mutex<std::sync::mpsc::Receiver<render::Job>>,
+    queue: &Queue,
     options: &Options,
 ) -> Vec<Result<render::Rendered, Vec<error::SourceError>>> {
     let mut transforms = transform::Transforms::default();
     let mut done = Vec::new();
-    loop {
-        let job = match queue.lock() {
-            Ok(queue) => queue.recv(),
-            Err(_) => break,
-        };
-        let Ok(job) = job else { break };
+    while let Some(job) = queue.next() {
         done.push(render::render(job, &mut transforms, options));
     }
     done
+}
+
+/// Derived kinds waiting to be rendered. Workers wait on the condition variable, which
+/// releases the lock, so the deriving thread can always add a job or take one back.
+#[derive(Default)]
+struct Queue {
+    state: std::sync::Mutex<Waiting>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: std::collections::VecDeque<render::Job>,
+    /// The deriving thread is done: no job will be added.
+    closed: bool,
+}
+
+impl Queue {
+    fn push(&self, job: render::Job) {
+        if let Ok(mut state) = self.state.lock() {
+            state.jobs.push_back(job);
+        }
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.closed = true;
+        }
+        self.ready.notify_all();
+    }
+
+    /// The next job; blocks until there is one, or returns `None` once the queue is closed and
+    /// empty.
+    fn next(&self) -> Option<render::Job> {
+        let mut state = self.state.lock().ok()?;
+        loop {
+            if let Some(job) = state.jobs.pop_front() {
+                return Some(job);
+            }
+            if state.closed {
+                return None;
+            }
+            state = self.ready.wait(state).ok()?;
+        }
+    }
+
+    /// A job, if more than `workers` are waiting (the workers are behind).
+    fn surplus(&self, workers: usize) -> Option<render::Job> {
+        let mut state = self.state.lock().ok()?;
+        if state.jobs.len() > workers {
+            state.jobs.pop_front()
+        } else {
+            None
+        }
+    }
 }
 
 /// Derives and renders every CRD; with `cached`, reuses what it can of the previous state and
@@ -292,8 +343,7 @@ fn derive_planned(
         .map_or(1, |n| usize::from(n).saturating_sub(1))
         .clamp(1, derived_kinds.max(1));
     let mut deps: Vec<Vec<u64>> = vec![Vec::new(); kinds.len()];
-    let (jobs, queue) = std::sync::mpsc::channel::<render::Job>();
-    let queue = std::sync::Mutex::new(queue);
+    let queue = Queue::default();
     let (derive_errors, rendered) = std::thread::scope(|scope| {
         let handles: Vec<_> = if derived_kinds == 0 {
             Vec::new()
@@ -311,6 +361,10 @@ fn derive_planned(
         };
         let mut errors = Vec::new();
         let mut builder = schema::Builder::new(index);
+        // Kinds this thread renders itself when the workers fall behind: rendering a large CRD
+        // can take longer than deriving the next few.
+        let mut transforms = transform::Transforms::default();
+        let mut here = Vec::new();
         for (position, planned) in kinds.iter().enumerate() {
             let Planned::Derive(versions) = planned else {
                 continue;
@@ -325,17 +379,19 @@ fn derive_planned(
             }
             deps[position] = index.take_touched();
             if errors.is_empty() {
-                // A send fails only if every worker is gone; the join below reports that.
-                let _ = jobs.send(render::Job {
+                queue.push(render::Job {
                     position,
                     versions: derived,
                 });
+                if let Some(job) = queue.surplus(handles.len()) {
+                    here.push(render::render(job, &mut transforms, options));
+                }
             }
         }
-        drop(jobs);
+        queue.close();
         // Derivation is done: this thread renders what is still queued, beside the workers (or
         // alone, when no worker could start or none was needed).
-        let here = render_queue(&queue, options);
+        here.extend(render_queue(&queue, options));
         let mut rendered: Vec<_> = handles
             .into_iter()
             .map(|h| {
