@@ -12,7 +12,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Located, Options, Output, discover::Source, index::Structure, lint};
+use super::{
+    Located, Options, Output,
+    discover::Source,
+    index::{FileSet, Structure},
+    lint,
+};
 
 const MAGIC: &[u8] = b"kopgen-manifests-cache 2\n";
 
@@ -45,8 +50,8 @@ pub struct Kind {
     pub kind: String,
     /// Its versions: the spec struct's item and the version, in the order they were merged.
     pub versions: Vec<(usize, String)>,
-    /// The files its derivation read, as a bit set over file indexes.
-    pub deps: Vec<u64>,
+    /// The files its derivation read.
+    pub deps: FileSet,
     pub path: PathBuf,
     /// Where its output is in the blob, and the output's hash: a blob that does not match
     /// (damaged, or written by a run whose state was then lost) is never used.
@@ -119,9 +124,20 @@ impl Kind {
         })
     }
 
-    /// Whether its derivation read any file in `changed` (a bit set).
-    pub fn reads_any(&self, changed: &[u64]) -> bool {
-        self.deps.iter().zip(changed).any(|(a, b)| a & b != 0)
+    /// Its output and located findings, as the run that derived it returned them, or `None` if
+    /// the blob does not hold the output or a finding's rule is unknown to this build.
+    pub fn restore(&self, blob: &[u8]) -> Option<(Output, Vec<Located>)> {
+        let findings = self
+            .findings
+            .iter()
+            .map(Finding::to_located)
+            .collect::<Option<Vec<_>>>()?;
+        Some((self.output(blob)?, findings))
+    }
+
+    /// Whether its derivation read any file in `changed`.
+    pub fn reads_any(&self, changed: &FileSet) -> bool {
+        self.deps.intersects(changed)
     }
 }
 
@@ -255,7 +271,7 @@ mod tests {
             group: "g".into(),
             kind: path.into(),
             versions: Vec::new(),
-            deps: Vec::new(),
+            deps: FileSet::default(),
             path: path.into(),
             start,
             len: text.len(),

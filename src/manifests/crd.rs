@@ -98,30 +98,26 @@ pub fn render(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
 ) -> Result<CustomResourceDefinition, SourceError> {
-    let Some(mut root) = derived.root.take() else {
-        let mut crd = derived.crd;
-        if let Some(version) = crd.spec.versions.first_mut() {
-            version.schema = Some(CustomResourceValidation {
-                open_api_v3_schema: None,
-            });
+    // Under `#[kube(schema = "disabled")]` there is no root, and the version no schema.
+    let open_api_v3_schema = match derived.root.take() {
+        None => None,
+        Some(mut root) => {
+            transforms.apply(&mut root).map_err(|panic| {
+                derived
+                    .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
+                    .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
+            })?;
+            let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
+                derived.error(format!(
+                    "the derived schema is not a valid JSONSchemaProps: {e}"
+                ))
+            })?;
+            Some(schema)
         }
-        return Ok(crd);
     };
-    transforms.apply(&mut root).map_err(|panic| {
-        derived
-            .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
-            .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
-    })?;
-    let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
-        derived.error(format!(
-            "the derived schema is not a valid JSONSchemaProps: {e}"
-        ))
-    })?;
     let mut crd = derived.crd;
     if let Some(version) = crd.spec.versions.first_mut() {
-        version.schema = Some(CustomResourceValidation {
-            open_api_v3_schema: Some(schema),
-        });
+        version.schema = Some(CustomResourceValidation { open_api_v3_schema });
     }
     Ok(crd)
 }

@@ -100,8 +100,8 @@ pub struct Index {
     /// equal name resolution.
     structure: Vec<u64>,
     pending: Vec<RefCell<Option<Pending>>>,
-    /// Files whose bodies were read since the last [`Index::take_touched`], as a bit set.
-    touched: RefCell<Vec<u64>>,
+    /// Files whose bodies were read since the last [`Index::take_touched`].
+    touched: RefCell<FileSet>,
     /// Set when a pending file could not be loaded.
     broken: std::cell::Cell<bool>,
     unloaded: ItemKind,
@@ -119,6 +119,41 @@ impl Index {
             ItemKind::Static(s) => s.ident.span(),
             ItemKind::Unloaded => proc_macro2::Span::call_site(),
         }
+    }
+}
+
+/// A set of file indexes (the files a derivation read, or those an edit changed), as a bit set:
+/// small, and cheap to merge at every schema the builder's cache serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FileSet(Vec<u64>);
+
+impl FileSet {
+    pub fn insert(&mut self, file: usize) {
+        let word = file / 64;
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (file % 64);
+    }
+
+    pub fn contains(&self, file: usize) -> bool {
+        self.0
+            .get(file / 64)
+            .is_some_and(|word| word & (1 << (file % 64)) != 0)
+    }
+
+    pub fn union_with(&mut self, other: &FileSet) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (word, bits) in self.0.iter_mut().zip(&other.0) {
+            *word |= bits;
+        }
+    }
+
+    pub fn intersects(&self, other: &FileSet) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
     }
 }
 
@@ -331,33 +366,17 @@ impl Index {
     }
 
     fn touch(&self, file: usize) {
-        let mut touched = self.touched.borrow_mut();
-        let word = file / 64;
-        if touched.len() <= word {
-            touched.resize(word + 1, 0);
-        }
-        touched[word] |= 1 << (file % 64);
+        self.touched.borrow_mut().insert(file);
     }
 
     /// The files whose bodies were read since the last call, and forgets them.
-    pub fn take_touched(&self) -> Vec<u64> {
+    pub fn take_touched(&self) -> FileSet {
         std::mem::take(&mut *self.touched.borrow_mut())
     }
 
     /// Records `files` (from [`Index::take_touched`]) as read again.
-    pub fn merge_touched(&self, files: &[u64]) {
-        let mut touched = self.touched.borrow_mut();
-        if touched.len() < files.len() {
-            touched.resize(files.len(), 0);
-        }
-        for (word, bits) in touched.iter_mut().zip(files) {
-            *word |= bits;
-        }
-    }
-
-    /// Each file's structure hash, in file order.
-    pub fn structure_hashes(&self) -> &[u64] {
-        &self.structure
+    pub fn merge_touched(&self, files: &FileSet) {
+        self.touched.borrow_mut().union_with(files);
     }
 
     /// Whether a pending file could not be loaded (its text no longer matches the structure
@@ -371,33 +390,11 @@ impl Index {
         let Some(pending) = self.pending.get(file).and_then(|p| p.borrow_mut().take()) else {
             return;
         };
-        let Ok(parsed) = syn::parse_file(&pending.text) else {
-            self.broken.set(true);
-            return;
-        };
-        let mut scratch = Index::default();
-        let mut hasher = Xxh3::new();
-        let mut added = Added::default();
-        scratch.add_items(&pending.module, parsed.items, file, &mut hasher, &mut added);
-        let range = self.file_items[file].clone();
-        let matches = hasher.digest() == self.structure[file]
-            && added.items.len() == range.len()
-            && added
-                .items
-                .iter()
-                .zip(&self.items[range.clone()])
-                .all(|(a, b)| a.name == b.name && a.tag == b.tag && a.module == b.module);
-        if !matches {
-            self.broken.set(true);
-            return;
-        }
-        for (cell, body) in self.bodies[range].iter().zip(added.bodies) {
-            let _ = cell.set(body);
-        }
-        for (key, body) in added.default_impls {
-            if let Some(slot) = self.default_impls.get(&key) {
-                let _ = slot.body.set(body);
+        match syn::parse_file(&pending.text) {
+            Ok(parsed) => {
+                self.load_parsed(file, &pending.module, parsed);
             }
+            Err(_) => self.broken.set(true),
         }
     }
 
@@ -476,38 +473,43 @@ impl Index {
                 .into_iter()
                 .map(|(module, text)| RefCell::new(Some(Pending { module, text })))
                 .collect(),
-            touched: RefCell::new(Vec::new()),
+            touched: RefCell::new(FileSet::default()),
             broken: std::cell::Cell::new(false),
             unloaded: ItemKind::Unloaded,
         })
     }
 
-    /// The structure hash `file` would have, with the file already parsed.
-    pub fn structure_of(module: &str, file: syn::File) -> (u64, Self) {
-        let mut index = Index::default();
-        index.add_file(Path::new(""), module, file);
-        (index.structure[0], index)
-    }
-
-    /// Loads the bodies of `file` from `parsed`, an index of that file alone built by
-    /// [`Index::structure_of`] (so the file is not parsed twice).
-    pub fn load_parsed(&self, file: usize, parsed: Index) {
-        let range = self.file_items[file].clone();
-        if parsed.items.len() != range.len() {
-            self.broken.set(true);
-            return;
-        }
+    /// Fills in the bodies of `file` from `parsed`, its syntax tree, if the file still has the
+    /// structure the index was built from; otherwise marks the index broken and returns false.
+    pub fn load_parsed(&self, file: usize, module: &str, parsed: syn::File) -> bool {
         if let Some(pending) = self.pending.get(file) {
             pending.borrow_mut().take();
         }
-        for (cell, body) in self.bodies[range].iter().zip(parsed.bodies) {
-            let _ = cell.set(body.into_inner().unwrap_or_default());
+        let mut scratch = Index::default();
+        let mut hasher = Xxh3::new();
+        let mut added = Added::default();
+        scratch.add_items(module, parsed.items, file, &mut hasher, &mut added);
+        let range = self.file_items[file].clone();
+        let matches = hasher.digest() == self.structure[file]
+            && added.items.len() == range.len()
+            && added
+                .items
+                .iter()
+                .zip(&self.items[range.clone()])
+                .all(|(a, b)| a.name == b.name && a.tag == b.tag && a.module == b.module);
+        if !matches {
+            self.broken.set(true);
+            return false;
         }
-        for (key, d) in parsed.default_impls {
-            if let (Some(slot), Some(body)) = (self.default_impls.get(&key), d.body.into_inner()) {
+        for (cell, body) in self.bodies[range].iter().zip(added.bodies) {
+            let _ = cell.set(body);
+        }
+        for (key, body) in added.default_impls {
+            if let Some(slot) = self.default_impls.get(&key) {
                 let _ = slot.body.set(body);
             }
         }
+        true
     }
 }
 

@@ -34,8 +34,8 @@ use crate::manifests::{
     error::ManifestError,
     index::{Index, ItemKind},
     plan::{
-        Planned, Record, Recorded, incremental_index, new_state, plan_full, plan_incremental,
-        unchanged,
+        Planned, Record, Recorded, changed_files, incremental_index, new_state, plan_full,
+        plan_incremental, unchanged,
     },
 };
 
@@ -298,11 +298,11 @@ fn derive_and_render(
         return derive_planned(&index, kinds, (&[], 0), options, false).map(|(g, _)| (g, None));
     };
     if let Some(mut previous) = previous
-        && previous.sources.len() == record.fingerprint.len()
+        && let Some(changed) = changed_files(&previous, &record)
     {
         let structure = std::mem::take(&mut previous.structure);
-        if let Some(index) = incremental_index(sources, &previous, &record, structure)
-            && let Some(kinds) = plan_incremental(&index, &previous, &record)
+        if let Some(index) = incremental_index(sources, structure, &changed)
+            && let Some(kinds) = plan_incremental(&index, &previous, &changed)
             && let Ok((generated, recorded)) = derive_planned(
                 &index,
                 kinds,
@@ -342,7 +342,7 @@ fn derive_planned(
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| usize::from(n).saturating_sub(1))
         .clamp(1, derived_kinds.max(1));
-    let mut deps: Vec<Vec<u64>> = vec![Vec::new(); kinds.len()];
+    let mut deps = vec![index::FileSet::default(); kinds.len()];
     let queue = Queue::default();
     let (derive_errors, rendered) = std::thread::scope(|scope| {
         let handles: Vec<_> = if derived_kinds == 0 {
@@ -438,11 +438,10 @@ fn derive_planned(
     for (position, planned) in kinds.iter().enumerate() {
         match planned {
             Planned::Reuse(kind) => {
-                let damaged = || ManifestError::Other("the manifests cache is damaged".into());
-                for finding in &kind.findings {
-                    findings.push(finding.to_located().ok_or_else(damaged)?);
-                }
-                let output = kind.output(previous_blob).ok_or_else(damaged)?;
+                let (output, located) = kind
+                    .restore(previous_blob)
+                    .ok_or_else(|| ManifestError::Other("the manifests cache is damaged".into()))?;
+                findings.extend(located);
                 if record {
                     cached.push((*kind).clone());
                 }
@@ -454,7 +453,9 @@ fn derive_planned(
                         "a kind was derived but not rendered".into(),
                     ));
                 };
+                // Locating findings reads source too: those files count as the kind's.
                 index.take_touched();
+                index.merge_touched(&deps[position]);
                 let mut located = Vec::with_capacity(r.findings.len());
                 for finding in r.findings {
                     let Some(cr) = versions
@@ -475,14 +476,6 @@ fn derive_planned(
                     });
                 }
                 if record {
-                    let mut kind_deps = std::mem::take(&mut deps[position]);
-                    let read = index.take_touched();
-                    if kind_deps.len() < read.len() {
-                        kind_deps.resize(read.len(), 0);
-                    }
-                    for (word, bits) in kind_deps.iter_mut().zip(&read) {
-                        *word |= bits;
-                    }
                     let first = versions.first();
                     cached.push(cache::Kind {
                         group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
@@ -491,7 +484,7 @@ fn derive_planned(
                             .iter()
                             .map(|cr| (cr.item, cr.version().to_owned()))
                             .collect(),
-                        deps: kind_deps,
+                        deps: index.take_touched(),
                         path: r.output.path.clone(),
                         start: blob_start + appended.len(),
                         len: r.output.contents.len(),
@@ -499,8 +492,6 @@ fn derive_planned(
                         crd_name: r.crd_name.clone(),
                         findings: located.iter().map(cache::Finding::from_located).collect(),
                     });
-                }
-                if record {
                     appended.push_str(&r.output.contents);
                 }
                 findings.extend(located);

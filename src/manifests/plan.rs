@@ -8,7 +8,7 @@ use super::{
     crd::{self, CustomResource},
     custom_resources, discover,
     error::ManifestError,
-    index::{self, Index},
+    index::{self, FileSet, Index},
 };
 
 /// What a cached run records about its inputs.
@@ -22,10 +22,9 @@ pub(super) fn unchanged(state: &cache::State) -> Option<Generated> {
     let mut outputs = Vec::with_capacity(state.kinds.len());
     let mut findings = Vec::new();
     for kind in &state.kinds {
-        outputs.push(kind.output(&state.blob)?);
-        for finding in &kind.findings {
-            findings.push(finding.to_located()?);
-        }
+        let (output, located) = kind.restore(&state.blob)?;
+        outputs.push(output);
+        findings.extend(located);
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));
     Some(Generated { outputs, findings })
@@ -55,38 +54,43 @@ pub(super) fn plan_full(index: &Index) -> Result<Vec<Planned<'static>>, Manifest
         .collect())
 }
 
-/// The index of the last run with changed files parsed again, or `None` when the file list or
-/// any file's structure changed (or a changed file does not parse: the full run reports it).
-pub(super) fn incremental_index(
-    sources: &[discover::Source],
-    previous: &cache::State,
-    record: &Record,
-    structure: index::Structure,
-) -> Option<Index> {
-    let same_files = previous
-        .sources
-        .iter()
-        .zip(&record.fingerprint)
-        .all(|(a, b)| a.0 == b.0 && a.1 == b.1);
-    if !same_files {
+/// The files whose contents changed since the last run, or `None` when the file list itself
+/// (paths or modules) changed.
+pub(super) fn changed_files(previous: &cache::State, record: &Record) -> Option<FileSet> {
+    if previous.sources.len() != record.fingerprint.len() {
         return None;
     }
+    let mut changed = FileSet::default();
+    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
+        if old.0 != new.0 || old.1 != new.1 {
+            return None;
+        }
+        if old.2 != new.2 {
+            changed.insert(file);
+        }
+    }
+    Some(changed)
+}
+
+/// The index of the last run with the `changed` files parsed again, or `None` when any of them
+/// changed structure (or does not parse: the full run reports it).
+pub(super) fn incremental_index(
+    sources: &[discover::Source],
+    structure: index::Structure,
+    changed: &FileSet,
+) -> Option<Index> {
     let texts = sources
         .iter()
         .map(|s| (s.module.clone(), s.text.clone()))
         .collect();
     let index = Index::from_structure(structure, texts)?;
-    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
-        if old.2 == new.2 {
-            continue;
+    for (file, source) in sources.iter().enumerate() {
+        if changed.contains(file) {
+            let parsed = syn::parse_file(&source.text).ok()?;
+            if !index.load_parsed(file, &source.module, parsed) {
+                return None;
+            }
         }
-        let source = sources.get(file)?;
-        let parsed = syn::parse_file(&source.text).ok()?;
-        let (hash, parsed) = Index::structure_of(&source.module, parsed);
-        if index.structure_hashes().get(file) != Some(&hash) {
-            return None;
-        }
-        index.load_parsed(file, parsed);
     }
     Some(index)
 }
@@ -96,16 +100,9 @@ pub(super) fn incremental_index(
 pub(super) fn plan_incremental<'s>(
     index: &Index,
     previous: &'s cache::State,
-    record: &Record,
+    changed: &FileSet,
 ) -> Option<Vec<Planned<'s>>> {
-    let files = previous.sources.len();
-    let mut changed = vec![0u64; files.div_ceil(64)];
-    for (file, (old, new)) in previous.sources.iter().zip(&record.fingerprint).enumerate() {
-        if old.2 != new.2 {
-            changed[file / 64] |= 1 << (file % 64);
-        }
-    }
-    let is_changed = |file: usize| changed[file / 64] & (1 << (file % 64)) != 0;
+    let is_changed = |file: usize| changed.contains(file);
     // Every custom resource: known from the last run in unchanged files, read again in changed ones.
     let mut found: Vec<(usize, String, String, String)> = Vec::new();
     for kind in &previous.kinds {
@@ -151,7 +148,7 @@ pub(super) fn plan_incremental<'s>(
         versions.sort_by_key(|(_, version)| crd::version_priority(version));
         if let Some(last) = by_key.get(&(group.as_str(), kind.as_str()))
             && last.versions == versions
-            && !last.reads_any(&changed)
+            && !last.reads_any(changed)
         {
             planned.push(Planned::Reuse(last));
             continue;

@@ -15,7 +15,7 @@ use super::{
     attrs::{self, ContainerAttrs, DefaultAttr, FieldAttrs, Metadata, RenameRule, Validation},
     defaults,
     error::SourceError,
-    index::{Index, ItemKind},
+    index::{FileSet, Index, ItemKind},
     known::{self, Generic},
     resolve::{Resolved, path_segments},
 };
@@ -58,15 +58,38 @@ pub struct Builder<'a> {
     pub generator: SchemaGenerator,
     stack: Vec<usize>,
     /// Schemas of items already derived, by item and generic arguments: a type used in many
-    /// places is derived once (schemars inlines the same schema everywhere).
-    /// Each with the files its derivation read (see [`Index::take_touched`]).
-    cache: HashMap<(usize, String), (Schema, Vec<u64>)>,
-    /// Items derived once so far: only a second use is cached, so that the (common) items used
-    /// once are never cloned.
-    seen: std::collections::HashSet<(usize, String)>,
+    /// places is derived once (schemars inlines the same schema everywhere). Each comes with
+    /// the files its derivation read (see [`Index::take_touched`]).
+    cache: SecondUse<(usize, String), (Schema, FileSet)>,
     /// The same for library types, by canonical path.
-    leaves: HashMap<String, Schema>,
-    seen_leaves: std::collections::HashSet<String>,
+    leaves: SecondUse<String, Schema>,
+}
+
+/// Values kept from their second use on, so that the (common) values used once are never
+/// cloned.
+struct SecondUse<K, V> {
+    values: HashMap<K, V>,
+    seen: std::collections::HashSet<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V: Clone> SecondUse<K, V> {
+    fn new() -> Self {
+        Self {
+            values: HashMap::new(),
+            seen: std::collections::HashSet::new(),
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.values.get(key)
+    }
+
+    /// Records that `value` was computed for `key`, keeping a copy if it was computed before.
+    fn computed(&mut self, key: K, value: &V) {
+        if !self.seen.insert(key.clone()) {
+            self.values.insert(key, value.clone());
+        }
+    }
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -81,10 +104,8 @@ impl<'a> Builder<'a> {
             index,
             generator: SchemaGenerator::new(kube_settings()),
             stack: Vec::new(),
-            cache: HashMap::new(),
-            seen: std::collections::HashSet::new(),
-            leaves: HashMap::new(),
-            seen_leaves: std::collections::HashSet::new(),
+            cache: SecondUse::new(),
+            leaves: SecondUse::new(),
         }
     }
 
@@ -343,9 +364,7 @@ impl<'a> Builder<'a> {
                         return Ok(plain(schema.clone()));
                     }
                     let schema = f(&mut self.generator);
-                    if !self.seen_leaves.insert(canonical.clone()) {
-                        self.leaves.insert(canonical, schema.clone());
-                    }
+                    self.leaves.computed(canonical, &schema);
                     return Ok(plain(schema));
                 }
                 Err(SourceError::at(
@@ -445,11 +464,9 @@ impl<'a> Builder<'a> {
         self.index.merge_touched(&outer);
         self.index.merge_touched(&files);
         self.stack.pop();
-        let schema = result?;
-        if !self.seen.insert(cache_key.clone()) {
-            self.cache.insert(cache_key, (schema.clone(), files));
-        }
-        Ok(plain(schema))
+        let entry = (result?, files);
+        self.cache.computed(cache_key, &entry);
+        Ok(plain(entry.0))
     }
 
     /// Binds a generic argument to the type it denotes where it was written.
