@@ -105,25 +105,45 @@ fn incremental(src: &Path, file: &Path, anchor: &str, runs: usize) -> Duration {
             .outputs
             .len()
     };
+    let _store = time(1, once);
+    after_field_changes(file, anchor, runs, || time_once(once))
+}
+
+/// Median of `measure` over `samples` runs, each after a different field is added after
+/// `anchor` in `file`, so that every run sees a changed file; `file` is restored afterwards.
+fn after_field_changes(
+    file: &Path,
+    anchor: &str,
+    samples: usize,
+    mut measure: impl FnMut() -> Duration,
+) -> Duration {
     let original = std::fs::read_to_string(file).expect("read");
     assert!(
         original.contains(anchor),
         "{} has no `{anchor}`",
         file.display()
     );
-    let _store = time(1, once);
-    let mut samples = Vec::new();
-    for i in 0..runs {
-        let changed = original.replacen(
-            anchor,
-            &format!("{anchor}\n    pub incremental{i}: i32,"),
-            1,
-        );
+    let mut times = Vec::new();
+    for i in 0..samples {
+        let changed = original.replacen(anchor, &format!("{anchor}\n    pub edit{i}: i32,"), 1);
         std::fs::write(file, changed).expect("write");
-        samples.push(time_once(once));
+        times.push(measure());
     }
     std::fs::write(file, original).expect("restore");
-    median(samples)
+    median(times)
+}
+
+/// One line comparing the kube-rs path with kopgen from scratch and cached.
+fn print_speedup(label: &str, kube: Duration, scratch: Duration, cached: Duration) {
+    println!(
+        "kube-rs path, {label} (incremental rebuild + run of crdgen after one field change) {:.2} s; \
+         kopgen {:.2} ms from scratch ({:.0}x), {:.2} ms cached ({:.0}x)",
+        kube.as_secs_f64(),
+        scratch.as_secs_f64() * 1e3,
+        kube.as_secs_f64() / scratch.as_secs_f64(),
+        cached.as_secs_f64() * 1e3,
+        kube.as_secs_f64() / cached.as_secs_f64()
+    );
 }
 
 /// One run of `f` on a fresh thread (see [`time`]).
@@ -294,33 +314,14 @@ fn kube_path_operator(scratch: &Path) {
     )
     .expect("write");
     let types = project.join("src/api/apps/v1alpha1/blog.rs");
-    let original = std::fs::read_to_string(&types).expect("types");
+    let anchor = "pub foo: Option<String>,";
     let run = || cargo_run(&project, &["--example", "crdgen"]);
     let _cold = run();
-    let mut samples = Vec::new();
-    for i in 0..3 {
-        let changed = original.replacen(
-            "pub foo: Option<String>,",
-            &format!("pub foo: Option<String>,\n    pub bench{i}: Option<i32>,"),
-            1,
-        );
-        std::fs::write(&types, changed).expect("write");
-        samples.push(run());
-    }
-    std::fs::write(&types, &original).expect("restore");
-    let kube = median(samples);
+    let kube = after_field_changes(&types, anchor, 3, run);
     let paths = vec![project.join("src")];
     let ours = time(20, || manifests(&paths));
-    let cached = incremental(&project.join("src"), &types, "pub foo: Option<String>,", 20);
-    println!(
-        "kube-rs path, scaffolded operator (incremental rebuild + run of a crdgen example after one field change) {:.2} s; \
-         kopgen {:.2} ms from scratch ({:.0}x), {:.2} ms cached ({:.0}x)",
-        kube.as_secs_f64(),
-        ours.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / ours.as_secs_f64(),
-        cached.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / cached.as_secs_f64()
-    );
+    let cached = incremental(&project.join("src"), &types, anchor, 20);
+    print_speedup("scaffolded operator", kube, ours, cached);
 }
 
 /// The kube-rs path on the synthetic project: a crdgen binary over its 500 kinds, rebuilt
@@ -350,26 +351,13 @@ fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration, cached: 
     std::fs::write(harness.join("main.rs"), main).expect("write");
     let run = || cargo_run(&harness, &["--bin", "crdgen"]);
     let cold = run();
-    let file = dir.join("src/kinds/kind0.rs");
-    let original = std::fs::read_to_string(&file).expect("kind0");
-    let changed = original.replacen(
-        "pub tags: Vec<String>,",
-        "pub tags: Vec<String>,\n    pub bench: i32,",
-        1,
-    );
-    std::fs::write(&file, changed).expect("write");
-    let incremental = run();
-    std::fs::write(&file, original).expect("restore");
     println!(
-        "kube-rs path, {kinds} kinds: cold build + run {:.1} s; after one field change {:.1} s; \
-         kopgen {:.0} ms from scratch ({:.0}x), {:.2} ms cached ({:.0}x)",
-        cold.as_secs_f64(),
-        incremental.as_secs_f64(),
-        kopgen_time.as_secs_f64() * 1e3,
-        incremental.as_secs_f64() / kopgen_time.as_secs_f64(),
-        cached.as_secs_f64() * 1e3,
-        incremental.as_secs_f64() / cached.as_secs_f64()
+        "kube-rs path, {kinds} kinds: cold build + run {:.1} s",
+        cold.as_secs_f64()
     );
+    let file = dir.join("src/kinds/kind0.rs");
+    let kube = after_field_changes(&file, "pub tags: Vec<String>,", 1, run);
+    print_speedup(&format!("{kinds} kinds"), kube, kopgen_time, cached);
 }
 
 /// The cargo target directory kopgen's tests share with generated projects.
@@ -405,25 +393,8 @@ fn kube_path(kopgen_time: Duration, cached: Duration) {
         return;
     }
     let file = harness.join("src/fixtures/basic.rs");
-    let original = std::fs::read_to_string(&file).expect("harness fixture");
-    let mut samples = Vec::new();
-    for i in 0..3 {
-        let changed = original.replace(
-            "pub foo: Option<String>,",
-            &format!("pub foo: Option<String>,\n    pub bench{i}: i32,"),
-        );
-        std::fs::write(&file, changed).expect("write");
-        samples.push(cargo_run(&harness, &[]));
-    }
-    std::fs::write(&file, original).expect("restore");
-    let kube = median(samples);
-    println!(
-        "kube-rs path, fixture corpus (incremental rebuild + run of crdgen after one field change) {:.2} s; \
-         kopgen {:.2} ms from scratch ({:.0}x), {:.2} ms cached ({:.0}x)",
-        kube.as_secs_f64(),
-        kopgen_time.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / kopgen_time.as_secs_f64(),
-        cached.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / cached.as_secs_f64()
-    );
+    let kube = after_field_changes(&file, "pub foo: Option<String>,", 3, || {
+        cargo_run(&harness, &[])
+    });
+    print_speedup("fixture corpus", kube, kopgen_time, cached);
 }
