@@ -341,6 +341,16 @@ fn errors_point_at_the_rust_source() {
             "help: kopgen folds transform functions",
         ],
     );
+    // A library schema Kubernetes cannot hold: kube-derive's crd() panics on it.
+    assert_error(
+        &format!("{header}{derive}{kube}pub struct ESpec {{\n    pub x: chrono::TimeDelta,\n}}\n"),
+        &[
+            "src/lib.rs:6:12:",
+            "not a valid JSONSchemaProps",
+            "kube-derive's crd() would panic on it",
+            "help: a field's type has a schema Kubernetes cannot hold",
+        ],
+    );
 }
 
 /// Nesting as deep as a file allows is parsed on a stack sized for it: no overflow, no abort.

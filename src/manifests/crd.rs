@@ -108,9 +108,13 @@ pub fn render(
                     .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
             })?;
             let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
-                derived.error(format!(
-                    "the derived schema is not a valid JSONSchemaProps: {e}"
-                ))
+                derived
+                    .error(format!(
+                        "the derived schema is not a valid JSONSchemaProps ({e}); kube-derive's crd() would panic on it"
+                    ))
+                    .help(
+                        "a field's type has a schema Kubernetes cannot hold (e.g. chrono::TimeDelta, CString);                          give that field `#[schemars(with = \"...\")]` or `schema_with` a type Kubernetes accepts",
+                    )
             })?;
             Some(schema)
         }

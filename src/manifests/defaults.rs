@@ -238,15 +238,25 @@ impl Folder<'_> {
                         Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => {
                             Ok(Value::Object(Map::new()))
                         }
-                        _ => Ok(Value::Array(Vec::new())),
+                        Generic::Phantom => Ok(Value::Null),
+                        // No `Default` (Result, Bound), or one kopgen does not fold (Range).
+                        Generic::Result | Generic::Range | Generic::Bound => Err(unfoldable()),
+                        Generic::Vec
+                        | Generic::VecDeque
+                        | Generic::LinkedList
+                        | Generic::BinaryHeap
+                        | Generic::BTreeSet
+                        | Generic::HashSet
+                        | Generic::IndexSet => Ok(Value::Array(Vec::new())),
                     };
                 }
                 Ok(match path.as_str() {
-                    "bool" => Value::Bool(false),
+                    "bool" | "std::sync::atomic::AtomicBool" => Value::Bool(false),
                     "std::string::String" | "str" => Value::String(String::new()),
                     "char" => Value::String("\0".into()),
                     "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32"
                     | "u64" | "u128" | "usize" => Value::from(0),
+                    atomic if atomic.starts_with("std::sync::atomic::Atomic") => Value::from(0),
                     "f32" | "f64" => Value::from(0.0),
                     "serde_json::Value" | "serde_json::value::Value" => Value::Null,
                     "serde_json::Map" | "serde_json::map::Map" => Value::Object(Map::new()),

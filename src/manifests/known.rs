@@ -71,6 +71,11 @@ pub enum Generic {
     HashMap,
     IndexMap,
     IndexSet,
+    Result,
+    Range,
+    Bound,
+    /// `PhantomData<T>`: `()`'s schema, whatever `T`.
+    Phantom,
 }
 
 impl Generic {
@@ -93,6 +98,11 @@ impl Generic {
             "std::collections::HashMap" => Generic::HashMap,
             "indexmap::IndexMap" | "indexmap::map::IndexMap" => Generic::IndexMap,
             "indexmap::IndexSet" | "indexmap::set::IndexSet" => Generic::IndexSet,
+            "std::result::Result" => Generic::Result,
+            // `RangeInclusive<T>` forwards to `Range<T>` in schemars.
+            "std::ops::Range" | "std::ops::RangeInclusive" => Generic::Range,
+            "std::ops::Bound" => Generic::Bound,
+            "std::marker::PhantomData" => Generic::Phantom,
             _ => return None,
         })
     }
@@ -100,7 +110,8 @@ impl Generic {
     /// How many type arguments carry a schema (maps: key and value; `Cow<'a, T>`: one).
     pub fn arity(self) -> usize {
         match self {
-            Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => 2,
+            Generic::BTreeMap | Generic::HashMap | Generic::IndexMap | Generic::Result => 2,
+            Generic::Phantom => 0,
             _ => 1,
         }
     }
@@ -122,6 +133,10 @@ impl Generic {
                 schema_of::<std::collections::BTreeMap<S0, S1>>
             }
             Generic::HashMap => schema_of::<std::collections::HashMap<S0, S1>>,
+            Generic::Result => schema_of::<Result<S0, S1>>,
+            Generic::Range => schema_of::<std::ops::Range<S0>>,
+            Generic::Bound => schema_of::<std::ops::Bound<S0>>,
+            Generic::Phantom => schema_of::<std::marker::PhantomData<S0>>,
         };
         with_slots(args, generator, f)
     }
@@ -155,6 +170,18 @@ pub fn tuple_schema(generator: &mut SchemaGenerator, items: Vec<Schema>) -> Opti
         _ => return None,
     };
     Some(with_slots(items, generator, f))
+}
+
+/// The `NonZeroU16`-style alias of `NonZero<u16>`: the path schemars implements.
+pub fn non_zero_alias(primitive: &str) -> String {
+    let mut chars = primitive.chars();
+    let capitalized: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    format!("std::num::NonZero{capitalized}")
 }
 
 /// Non-generic library types, by canonical path.
@@ -197,6 +224,21 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         "std::net::Ipv4Addr" => schema_of::<Ipv4Addr>,
         "std::net::Ipv6Addr" => schema_of::<Ipv6Addr>,
         "std::net::SocketAddr" => schema_of::<SocketAddr>,
+        "std::net::SocketAddrV4" => schema_of::<std::net::SocketAddrV4>,
+        "std::net::SocketAddrV6" => schema_of::<std::net::SocketAddrV6>,
+        "std::sync::atomic::AtomicBool" => schema_of::<std::sync::atomic::AtomicBool>,
+        "std::sync::atomic::AtomicI8" => schema_of::<std::sync::atomic::AtomicI8>,
+        "std::sync::atomic::AtomicI16" => schema_of::<std::sync::atomic::AtomicI16>,
+        "std::sync::atomic::AtomicI32" => schema_of::<std::sync::atomic::AtomicI32>,
+        "std::sync::atomic::AtomicI64" => schema_of::<std::sync::atomic::AtomicI64>,
+        "std::sync::atomic::AtomicIsize" => schema_of::<std::sync::atomic::AtomicIsize>,
+        "std::sync::atomic::AtomicU8" => schema_of::<std::sync::atomic::AtomicU8>,
+        "std::sync::atomic::AtomicU16" => schema_of::<std::sync::atomic::AtomicU16>,
+        "std::sync::atomic::AtomicU32" => schema_of::<std::sync::atomic::AtomicU32>,
+        "std::sync::atomic::AtomicU64" => schema_of::<std::sync::atomic::AtomicU64>,
+        "std::sync::atomic::AtomicUsize" => schema_of::<std::sync::atomic::AtomicUsize>,
+        "std::ffi::OsStr" => schema_of::<std::ffi::OsString>,
+        "std::ffi::CString" | "std::ffi::CStr" => schema_of::<std::ffi::CString>,
         "std::path::PathBuf" | "std::path::Path" => schema_of::<std::path::PathBuf>,
         "std::ffi::OsString" => schema_of::<std::ffi::OsString>,
         "serde_json::Value" | "serde_json::value::Value" => schema_of::<serde_json::Value>,
@@ -209,6 +251,9 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         }
         "chrono::NaiveDate" | "chrono::naive::NaiveDate" => schema_of::<chrono::NaiveDate>,
         "chrono::NaiveTime" | "chrono::naive::NaiveTime" => schema_of::<chrono::NaiveTime>,
+        // `chrono::Duration` is an alias of `TimeDelta`.
+        "chrono::TimeDelta" | "chrono::Duration" => schema_of::<chrono::TimeDelta>,
+        "chrono::Weekday" => schema_of::<chrono::Weekday>,
         "jiff::Timestamp" | "k8s_openapi::jiff::Timestamp" => schema_of::<jiff::Timestamp>,
         "jiff::Zoned" | "k8s_openapi::jiff::Zoned" => schema_of::<jiff::Zoned>,
         "jiff::Span" | "k8s_openapi::jiff::Span" => schema_of::<jiff::Span>,
@@ -223,7 +268,7 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         "serde_json::Map" | "serde_json::map::Map" => {
             schema_of::<serde_json::Map<String, serde_json::Value>>
         }
-        "serde_json::Number" => schema_of::<serde_json::Number>,
+        "serde_json::Number" | "serde_json::value::Number" => schema_of::<serde_json::Number>,
         _ => return crate::manifests::k8s_types::lookup(path),
     };
     Some(f)

@@ -18,6 +18,7 @@ fn prelude(name: &str) -> Option<&'static str> {
         "Vec" => "std::vec::Vec",
         "String" => "std::string::String",
         "Box" => "std::boxed::Box",
+        "Result" => "std::result::Result",
         "bool" => "bool",
         "char" => "char",
         "str" => "str",

@@ -315,17 +315,7 @@ impl<'a> Builder<'a> {
             );
         }
         let segments = path_segments(path);
-        let args: Vec<&Type> = match path.segments.last().map(|s| &s.arguments) {
-            Some(PathArguments::AngleBracketed(a)) => a
-                .args
-                .iter()
-                .filter_map(|arg| match arg {
-                    GenericArgument::Type(t) => Some(t),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let args = type_args(path);
         let resolved = self.index.resolve(scoped.module, &segments);
         match resolved {
             Some(Resolved::Local(item)) => self.item_schema(file, path, item, &args, scoped),
@@ -339,24 +329,34 @@ impl<'a> Builder<'a> {
                         ));
                     }
                     let mut schemas = Vec::new();
+                    // `Box<Option<T>>` is an option too: the wrappers forward schemars'
+                    // `_schemars_private_is_option`.
+                    let mut forwards_option = false;
                     for arg in args.iter().rev().take(generic.arity()).rev() {
-                        schemas.push(
-                            self.type_schema(
-                                file,
-                                &Scoped {
-                                    ty: arg,
-                                    ..scoped.clone()
-                                },
-                            )?
-                            .schema,
-                        );
+                        let built = self.type_schema(
+                            file,
+                            &Scoped {
+                                ty: arg,
+                                ..scoped.clone()
+                            },
+                        )?;
+                        forwards_option = built.is_option;
+                        schemas.push(built.schema);
                     }
                     let schema = generic.schema(&mut self.generator, schemas);
                     return Ok(Built {
                         schema,
-                        is_option: generic == Generic::Option,
+                        is_option: generic == Generic::Option
+                            || (generic == Generic::Transparent && forwards_option),
                     });
                 }
+                // `NonZero<u16>` is `NonZeroU16`, which schemars implements.
+                let canonical = match (canonical.as_str(), args.as_slice()) {
+                    ("std::num::NonZero", [arg]) => self
+                        .primitive_name(arg, scoped)
+                        .map_or(canonical, |p| known::non_zero_alias(&p)),
+                    _ => canonical,
+                };
                 if let Some(f) = known::leaf(&canonical) {
                     // Library schemas are the same wherever they are used: from the second use
                     // on (`Condition` in every status), a copy of one generated before.
@@ -410,26 +410,7 @@ impl<'a> Builder<'a> {
                 format!("`{}` is not a type", item.name),
             ));
         };
-        let params: Vec<String> = generics
-            .type_params()
-            .map(|p| p.ident.to_string())
-            .collect();
-        if params.len() != args.len() {
-            return Err(SourceError::at(
-                file,
-                path.span(),
-                format!(
-                    "`{}` takes {} type arguments, {} given",
-                    item.name,
-                    params.len(),
-                    args.len()
-                ),
-            ));
-        }
-        let mut env: Env = HashMap::new();
-        for (param, arg) in params.iter().zip(args) {
-            env.insert(param.clone(), self.concrete(arg, scoped));
-        }
+        let env = self.bind_params(file, path, item_index, generics, args, scoped)?;
         if let ItemKind::Alias(alias) = item_kind {
             let module = item.module.clone();
             return self.type_schema(
@@ -467,6 +448,142 @@ impl<'a> Builder<'a> {
         let entry = (result?, files);
         self.cache.computed(cache_key, &entry);
         Ok(plain(entry.0))
+    }
+
+    /// The environment of an item used as `path`: each type parameter of `generics` bound to
+    /// the argument given for it.
+    fn bind_params(
+        &self,
+        file: &Path,
+        path: &syn::Path,
+        item_index: usize,
+        generics: &syn::Generics,
+        args: &[&Type],
+        scoped: &Scoped,
+    ) -> Result<Env, SourceError> {
+        let params: Vec<String> = generics
+            .type_params()
+            .map(|p| p.ident.to_string())
+            .collect();
+        if params.len() != args.len() {
+            return Err(SourceError::at(
+                file,
+                path.span(),
+                format!(
+                    "`{}` takes {} type arguments, {} given",
+                    self.index.items[item_index].name,
+                    params.len(),
+                    args.len()
+                ),
+            ));
+        }
+        let mut env: Env = HashMap::new();
+        for (param, arg) in params.iter().zip(args) {
+            env.insert(param.clone(), self.concrete(arg, scoped));
+        }
+        Ok(env)
+    }
+
+    /// schemars' `_schemars_private_non_optional_json_schema` of an option: the schema of the `T`
+    /// in `Option<T>`, seen through whatever forwards the option (parentheses, references,
+    /// generic parameters, aliases, `Box` and the other transparent wrappers). `None` when the
+    /// type is not an option.
+    fn option_payload_schema(
+        &mut self,
+        file: &Path,
+        scoped: &Scoped,
+    ) -> Result<Option<Schema>, SourceError> {
+        let elem = match scoped.ty {
+            Type::Paren(p) => Some(&*p.elem),
+            Type::Group(g) => Some(&*g.elem),
+            Type::Reference(r) => Some(&*r.elem),
+            _ => None,
+        };
+        if let Some(ty) = elem {
+            return self.option_payload_schema(
+                file,
+                &Scoped {
+                    ty,
+                    ..scoped.clone()
+                },
+            );
+        }
+        let Type::Path(p) = scoped.ty else {
+            return Ok(None);
+        };
+        if p.qself.is_some() {
+            return Ok(None);
+        }
+        let path = &p.path;
+        if let Some(ident) = path.get_ident()
+            && let Some(binding) = scoped.env.get(&ident.to_string())
+        {
+            let binding = binding.clone();
+            return self.option_payload_schema(
+                file,
+                &Scoped {
+                    ty: &binding.ty,
+                    module: &binding.module,
+                    env: &binding.env,
+                },
+            );
+        }
+        let args = type_args(path);
+        match self.index.resolve(scoped.module, &path_segments(path)) {
+            Some(Resolved::External(canonical)) => {
+                let Some(&arg) = args.last() else {
+                    return Ok(None);
+                };
+                let arg = Scoped {
+                    ty: arg,
+                    ..scoped.clone()
+                };
+                match Generic::from_path(&canonical) {
+                    Some(Generic::Option) => Ok(Some(self.type_schema(file, &arg)?.schema)),
+                    Some(Generic::Transparent) => self.option_payload_schema(file, &arg),
+                    _ => Ok(None),
+                }
+            }
+            Some(Resolved::Local(item_index)) => {
+                let ItemKind::Alias(alias) = self.index.kind(item_index) else {
+                    return Ok(None);
+                };
+                let env =
+                    self.bind_params(file, path, item_index, &alias.generics, &args, scoped)?;
+                let item = &self.index.items[item_index];
+                let item_file = self.index.file(item).to_path_buf();
+                let module = item.module.clone();
+                self.option_payload_schema(
+                    &item_file,
+                    &Scoped {
+                        ty: &alias.ty,
+                        module: &module,
+                        env: &env,
+                    },
+                )
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The primitive a type argument names (`u16`), through generic parameters.
+    fn primitive_name(&self, ty: &Type, scoped: &Scoped) -> Option<String> {
+        let Type::Path(p) = ty else { return None };
+        let ident = p.path.get_ident()?;
+        if let Some(binding) = scoped.env.get(&ident.to_string()) {
+            return self.primitive_name(
+                &binding.ty,
+                &Scoped {
+                    ty: &binding.ty,
+                    module: &binding.module,
+                    env: &binding.env,
+                },
+            );
+        }
+        match self.index.resolve(scoped.module, &path_segments(&p.path))? {
+            Resolved::External(name) if !name.contains("::") => Some(name),
+            _ => None,
+        }
     }
 
     /// Binds a generic argument to the type it denotes where it was written.
@@ -573,24 +690,14 @@ impl<'a> Builder<'a> {
         }
         let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
         let built = self.type_schema(file, &Scoped { ty, module, env })?;
-        if fattrs.required && built.is_option {
-            // `_schemars_private_non_optional_json_schema`: the inner type's schema.
-            if let Some(inner) = option_inner(ty) {
-                let schema = self
-                    .type_schema(
-                        file,
-                        &Scoped {
-                            ty: inner,
-                            module,
-                            env,
-                        },
-                    )?
-                    .schema;
-                return Ok(Built {
-                    schema,
-                    is_option: true,
-                });
-            }
+        if fattrs.required
+            && built.is_option
+            && let Some(schema) = self.option_payload_schema(file, &Scoped { ty, module, env })?
+        {
+            return Ok(Built {
+                schema,
+                is_option: true,
+            });
         }
         Ok(built)
     }
@@ -656,19 +763,10 @@ impl<'a> Builder<'a> {
             if fattrs.flatten {
                 let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
                 let built = self.type_schema(file, &Scoped { ty, module, env })?;
-                let inner = match (built.is_option, option_inner(ty)) {
-                    (true, Some(inner)) => Some(
-                        self.type_schema(
-                            file,
-                            &Scoped {
-                                ty: inner,
-                                module,
-                                env,
-                            },
-                        )?
-                        .schema,
-                    ),
-                    _ => None,
+                let inner = if built.is_option {
+                    self.option_payload_schema(file, &Scoped { ty, module, env })?
+                } else {
+                    None
                 };
                 let flattened = known::flatten_schema(
                     &mut self.generator,
@@ -1011,15 +1109,18 @@ fn json_schema_null() -> Schema {
     )
 }
 
-fn option_inner(ty: &Type) -> Option<&Type> {
-    let Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last()?;
-    match &last.arguments {
-        PathArguments::AngleBracketed(a) => a.args.iter().find_map(|arg| match arg {
-            GenericArgument::Type(t) => Some(t),
-            _ => None,
-        }),
-        _ => None,
+/// The type arguments of a path's last segment (lifetimes and constants left out).
+fn type_args(path: &syn::Path) -> Vec<&Type> {
+    match path.segments.last().map(|s| &s.arguments) {
+        Some(PathArguments::AngleBracketed(a)) => a
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
