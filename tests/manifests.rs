@@ -341,6 +341,27 @@ fn errors_point_at_the_rust_source() {
             "help: kopgen folds transform functions",
         ],
     );
+    // schemars reads serde's `with` as a type: a module there is an error, as in rustc.
+    assert_error(
+        &format!(
+            "{header}mod as_text {{}}\n{derive}{kube}pub struct ESpec {{\n    #[serde(with = \"as_text\")]\n    pub x: u32,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:8:5:",
+            "schemars reads `#[serde(with = \"as_text\")]` as the type of this field's schema",
+            "help: kube-derive does not compile here either: add `#[schemars(with = \"T\")]`",
+        ],
+    );
+    // A default schemars would write through a serialize function kopgen cannot run.
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    #[serde(default, serialize_with = \"upper\")]\n    pub x: String,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:7:5:",
+            "schemars serializes this field's default with `upper`, which kopgen cannot run",
+        ],
+    );
     // A library schema Kubernetes cannot hold: kube-derive's crd() panics on it.
     assert_error(
         &format!("{header}{derive}{kube}pub struct ESpec {{\n    pub x: chrono::TimeDelta,\n}}\n"),

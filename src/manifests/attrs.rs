@@ -205,6 +205,12 @@ pub struct FieldAttrs {
     pub with: Option<syn::Type>,
     /// `#[schemars(schema_with = "f")]`: `f`'s schema, folded when its body is a `json_schema!` literal.
     pub schema_with: Option<syn::Path>,
+    /// `with` came from `#[serde(with = "...")]`, which schemars reads as a type (so a module
+    /// there does not compile): the string as written, for the error.
+    pub with_from_serde: Option<String>,
+    /// `#[serde(serialize_with = "f")]` or `#[serde(with = "m")]`: schemars serializes the
+    /// field's default through it, which kopgen cannot run.
+    pub serialize_with: Option<String>,
     pub meta: Metadata,
 }
 
@@ -308,6 +314,8 @@ impl Default for FieldAttrs {
             required: false,
             with: None,
             schema_with: None,
+            with_from_serde: None,
+            serialize_with: None,
             meta: Metadata::default(),
         }
     }
@@ -1005,7 +1013,8 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
             Ok(())
         })?;
     }
-    serde_and_schemars_keys(attrs, &mut out.meta, |meta, key, is_schemars, metadata| {
+    let mut serde_with = None;
+    serde_and_schemars_keys(attrs, &mut out.meta, |meta, key, is_schemars, _| {
         match key {
             "rename" => {
                 if let Some(name) = deserialize_side(meta)? {
@@ -1028,16 +1037,29 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
             "schema_with" if is_schemars => {
                 out.schema_with = Some(syn::parse_str(&string_value(meta)?)?)
             }
-            "with" | "serialize_with" | "deserialize_with" | "getter" => {
-                metadata
-                    .unsupported
-                    .push((format!("serde({key})"), meta.path.span()));
-                skip_value(meta)?;
+            // schemars reads serde's `with` as a type, after its own `with` and `schema_with`.
+            "with" => {
+                let module = string_value(meta)?;
+                out.serialize_with = Some(format!("{module}::serialize"));
+                serde_with = Some((module, meta.path.span()));
             }
+            "serialize_with" => out.serialize_with = Some(string_value(meta)?),
+            // Neither changes the schema.
+            "deserialize_with" | "getter" => skip_value(meta)?,
             _ => skip_value(meta)?,
         }
         Ok(())
     })?;
+    if out.with.is_none()
+        && out.schema_with.is_none()
+        && let Some((written, span)) = serde_with
+    {
+        out.with =
+            Some(syn::parse_str(&written).map_err(|e| {
+                syn::Error::new(span, format!("`{written}` in #[serde(with)]: {e}"))
+            })?);
+        out.with_from_serde = Some(written);
+    }
     parse_x_kube(attrs, &mut out.meta)?;
     Ok(out)
 }

@@ -689,7 +689,20 @@ impl<'a> Builder<'a> {
             });
         }
         let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
-        let built = self.type_schema(file, &Scoped { ty, module, env })?;
+        let built = self
+            .type_schema(file, &Scoped { ty, module, env })
+            .map_err(|e| match &fattrs.with_from_serde {
+                Some(written) => SourceError::at(
+                    file,
+                    field.span(),
+                    format!(
+                        "schemars reads `#[serde(with = \"{written}\")]` as the type of this field's schema, and kopgen cannot use `{written}` as one: {}",
+                        e.message
+                    ),
+                )
+                .help("kube-derive does not compile here either: add `#[schemars(with = \"T\")]` with the type the module reads and writes (e.g. `String`)"),
+                None => e,
+            })?;
         if fattrs.required
             && built.is_option
             && let Some(schema) = self.option_payload_schema(file, &Scoped { ty, module, env })?
@@ -794,6 +807,14 @@ impl<'a> Builder<'a> {
                 },
                 env,
             )? {
+                if let Some(function) = &fattrs.serialize_with {
+                    return Err(SourceError::at(
+                        file,
+                        field.span(),
+                        format!("schemars serializes this field's default with `{function}`, which kopgen cannot run"),
+                    )
+                    .help("remove the default, or the `serialize_with`/`with` that changes how it is written"));
+                }
                 field_schema.insert("default".into(), value);
             }
             add_field_post_mutators(&mut field_schema, &fattrs);
