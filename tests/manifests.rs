@@ -362,6 +362,17 @@ fn errors_point_at_the_rust_source() {
             "schemars serializes this field's default with `upper`, which kopgen cannot run",
         ],
     );
+    // A HashSet's order is random at run time: only one item has a fixed default.
+    assert_error(
+        &format!(
+            "{header}fn tags() -> std::collections::HashSet<String> {{\n    std::collections::HashSet::from([\"a\".into(), \"b\".into()])\n}}\n{derive}{kube}pub struct ESpec {{\n    #[serde(default = \"tags\")]\n    pub x: std::collections::HashSet<String>,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:5:5:",
+            "cannot fold this default statically",
+            "BTreeMap::from",
+        ],
+    );
     // A library schema Kubernetes cannot hold: kube-derive's crd() panics on it.
     assert_error(
         &format!("{header}{derive}{kube}pub struct ESpec {{\n    pub x: chrono::TimeDelta,\n}}\n"),

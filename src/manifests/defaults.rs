@@ -17,8 +17,10 @@ use super::{
     schema::Env,
 };
 
-const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, \
-                    constants, std defaults and `Default` (derived, or an `impl Default` whose body is one such expression) of this crate's types; make the default one of those";
+const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, arrays, tuples, \
+                    `BTreeMap::from([..])` and other std collections, `u32::MAX`, constants, struct and enum literals, \
+                    k8s-openapi struct literals with `..Default::default()`, std defaults and `Default` (derived, or an \
+                    `impl Default` whose body is one such expression) of this crate's types; make the default one of those";
 
 /// The struct-level `#[serde(default)]` a field falls back to.
 #[derive(Debug, Clone, Copy)]
@@ -454,33 +456,67 @@ impl Folder<'_> {
                 "to_string" | "to_owned" | "into" | "clone" => self.expr(file, module, &m.receiver),
                 _ => Err(unfoldable()),
             },
+            Expr::Array(a) => a
+                .elems
+                .iter()
+                .map(|e| self.expr(file, module, e))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            // serde writes tuples as arrays, and `()` as null.
+            Expr::Tuple(t) if t.elems.is_empty() => Ok(Value::Null),
+            Expr::Tuple(t) => t
+                .elems
+                .iter()
+                .map(|e| self.expr(file, module, e))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
             Expr::Call(c) => {
                 let Expr::Path(func) = &*c.func else {
                     return Err(unfoldable());
                 };
                 let segments = path_segments(&func.path);
-                let last = segments.last().map(String::as_str).unwrap_or_default();
+                let (last, head) = match segments.as_slice() {
+                    [.., head, last] => (last.as_str(), head.as_str()),
+                    [last] => (last.as_str(), ""),
+                    [] => ("", ""),
+                };
                 match (last, c.args.len()) {
-                    ("Some", 1) | ("from" | "new", 1) => self.expr(file, module, &c.args[0]),
+                    ("Some", 1) => self.expr(file, module, &c.args[0]),
+                    ("from" | "new", 1) => {
+                        let inner = self.expr(file, module, &c.args[0])?;
+                        collection_from(head, inner).ok_or_else(unfoldable)
+                    }
+                    // `Window::default()`, `Quantity::default()`: the type's default.
+                    ("default", 0) if !matches!(head, "" | "Default") => {
+                        let mut ty = func.path.clone();
+                        ty.segments.pop();
+                        ty.segments.pop_punct();
+                        let ty = Type::Path(syn::TypePath {
+                            qself: None,
+                            path: ty,
+                        });
+                        self.type_default(file, module, &ty)
+                    }
                     ("new" | "default", 0) => {
-                        // `Vec::new()`, `BTreeMap::new()`, `String::new()`, `Default::default()`.
-                        let head = segments.first().map(String::as_str).unwrap_or_default();
+                        // `Vec::new()`, `BTreeMap::new()`, `String::new()`.
                         Ok(match head {
-                            "Vec" | "VecDeque" | "BTreeSet" | "HashSet" => Value::Array(Vec::new()),
-                            "BTreeMap" | "HashMap" => Value::Object(Map::new()),
+                            "Vec" | "VecDeque" | "LinkedList" | "BTreeSet" | "HashSet"
+                            | "IndexSet" => Value::Array(Vec::new()),
+                            "BTreeMap" | "HashMap" | "IndexMap" => Value::Object(Map::new()),
                             "String" => Value::String(String::new()),
                             _ => return Err(unfoldable()),
                         })
+                    }
+                    (_, 1) => {
+                        let inner = self.expr(file, module, &c.args[0])?;
+                        self.newtype_value(module, &segments, inner)
+                            .ok_or_else(unfoldable)
                     }
                     _ => Err(unfoldable()),
                 }
             }
             Expr::Struct(literal) => {
-                let Some(Resolved::Local(item)) =
-                    self.index.resolve(module, &path_segments(&literal.path))
-                else {
-                    return Err(unfoldable());
-                };
+                let segments = path_segments(&literal.path);
                 let mut given = std::collections::HashMap::new();
                 for field in &literal.fields {
                     let syn::Member::Named(name) = &field.member else {
@@ -496,7 +532,18 @@ impl Folder<'_> {
                 if literal.rest.is_some() && !rest_is_default {
                     return Err(unfoldable());
                 }
-                self.struct_value(file, item, &given, false)
+                if literal.rest.is_none() && self.variant_of(module, &segments).is_some() {
+                    return self
+                        .struct_variant(file, module, &segments, given)?
+                        .ok_or_else(unfoldable);
+                }
+                match self.index.resolve(module, &segments) {
+                    Some(Resolved::Local(item)) => self.struct_value(file, item, &given, false),
+                    Some(Resolved::External(path)) => {
+                        library_struct(&path, given).ok_or_else(unfoldable)
+                    }
+                    None => Err(unfoldable()),
+                }
             }
             Expr::Macro(m) if m.mac.path.is_ident("vec") => {
                 let elems = m
@@ -515,6 +562,11 @@ impl Folder<'_> {
                 let segments = path_segments(&p.path);
                 if segments == ["None"] {
                     return Ok(Value::Null);
+                }
+                if let [ty, bound] = segments.as_slice()
+                    && let Some(value) = integer_bound(ty, bound)
+                {
+                    return Ok(value);
                 }
                 match self.index.resolve(module, &segments) {
                     Some(Resolved::Local(item)) => {
@@ -535,6 +587,102 @@ impl Folder<'_> {
         }
     }
 
+    /// `Path(inner)` as serde writes it: a newtype struct of this crate (its field), a newtype
+    /// variant of an enum of this crate (tagged by its name, or not when untagged), or
+    /// k8s-openapi's `Quantity(..)` and `IntOrString::Int(..)`/`String(..)`.
+    fn newtype_value(&self, module: &str, segments: &[String], inner: Value) -> Option<Value> {
+        if let Some((variant, name, cattrs)) = self.variant_of(module, segments) {
+            return match &variant.fields {
+                Fields::Unnamed(f) if f.unnamed.len() == 1 => tagged(&cattrs, name, inner),
+                _ => None,
+            };
+        }
+        match self.index.resolve(module, segments) {
+            Some(Resolved::Local(item)) => match self.index.kind(item) {
+                ItemKind::Struct(s) if matches!(&s.fields, Fields::Unnamed(f) if f.unnamed.len() == 1) => {
+                    Some(inner)
+                }
+                _ => None,
+            },
+            Some(Resolved::External(path)) => {
+                let library = path.starts_with("k8s_openapi::");
+                (library
+                    && (path.ends_with("::Quantity")
+                        || path.ends_with("::IntOrString::Int")
+                        || path.ends_with("::IntOrString::String")))
+                .then_some(inner)
+            }
+            None => None,
+        }
+    }
+
+    /// `Enum::Variant { .. }` of an enum of this crate, as serde writes it.
+    fn struct_variant(
+        &self,
+        file: &Path,
+        module: &str,
+        segments: &[String],
+        given: std::collections::HashMap<String, Value>,
+    ) -> Result<Option<Value>, SourceError> {
+        let Some((variant, name, cattrs)) = self.variant_of(module, segments) else {
+            return Ok(None);
+        };
+        let Fields::Named(named) = &variant.fields else {
+            return Ok(None);
+        };
+        let vattrs = attrs::container_attrs(&variant.attrs)
+            .map_err(|e| super::schema::syn_error(file, e))?;
+        let rule = if vattrs.rename_all != attrs::RenameRule::None {
+            vattrs.rename_all
+        } else {
+            cattrs.rename_all_fields
+        };
+        let mut object = Map::new();
+        for field in &named.named {
+            let fattrs =
+                attrs::field_attrs(&field.attrs).map_err(|e| super::schema::syn_error(file, e))?;
+            let Some(ident) = &field.ident else {
+                return Ok(None);
+            };
+            let Some(value) = given.get(&ident.to_string()) else {
+                return Ok(None);
+            };
+            if fattrs.skip_serializing || fattrs.flatten || fattrs.serialize_with.is_some() {
+                return Ok(None);
+            }
+            if let Some(predicate) = &fattrs.skip_serializing_if
+                && skips(file, predicate, value)?
+            {
+                continue;
+            }
+            object.insert(fattrs.serialized_name(ident, rule), value.clone());
+        }
+        Ok(tagged(&cattrs, name, Value::Object(object)))
+    }
+
+    /// The variant `segments` names in an enum of this crate, with its serialized name and the
+    /// enum's attributes.
+    fn variant_of(
+        &self,
+        module: &str,
+        segments: &[String],
+    ) -> Option<(&syn::Variant, String, attrs::ContainerAttrs)> {
+        let (variant, enum_path) = segments.split_last()?;
+        let Resolved::Local(item) = self.index.resolve(module, enum_path)? else {
+            return None;
+        };
+        let ItemKind::Enum(e) = self.index.kind(item) else {
+            return None;
+        };
+        let cattrs = attrs::container_attrs(&e.attrs).ok()?;
+        let v = e.variants.iter().find(|v| v.ident == variant.as_str())?;
+        let vattrs = attrs::container_attrs(&v.attrs).ok()?;
+        let name = vattrs
+            .rename
+            .unwrap_or_else(|| cattrs.rename_all.apply_to_variant(variant));
+        Some((v, name, cattrs))
+    }
+
     /// A unit variant path `Enum::Variant` of a local enum, serialized with its renames.
     fn enum_variant(&self, module: &str, segments: &[String]) -> Option<Value> {
         let (variant, enum_path) = segments.split_last()?;
@@ -551,6 +699,126 @@ impl Folder<'_> {
             cattrs.rename_all.apply_to_variant(variant)
         })))
     }
+}
+
+/// `u64::MAX`, `i32::MIN`, ...: the bounds of the integer types that serde_json can hold.
+fn integer_bound(ty: &str, bound: &str) -> Option<Value> {
+    macro_rules! bounds {
+        ($($t:ident)*) => {
+            match (ty, bound) {
+                $((stringify!($t), "MAX") => Some(Value::from($t::MAX)),
+                  (stringify!($t), "MIN") => Some(Value::from($t::MIN)),)*
+                _ => None,
+            }
+        };
+    }
+    bounds!(u8 u16 u32 u64 usize i8 i16 i32 i64 isize)
+}
+
+/// A data variant's value as serde writes it: externally tagged (`{"name": value}`) or
+/// untagged. Internally and adjacently tagged enums are not folded (kube-derive rejects them).
+fn tagged(cattrs: &attrs::ContainerAttrs, name: String, value: Value) -> Option<Value> {
+    if cattrs.untagged {
+        return Some(value);
+    }
+    if cattrs.tag.is_some() {
+        return None;
+    }
+    Some(Value::Object(Map::from_iter([(name, value)])))
+}
+
+/// `T::from(x)` / `T::new(x)` serialized, for the std type named `head`: maps from pairs,
+/// sets in the order serde writes them. `None` when that order is not fixed (a `HashSet` of
+/// several items) or the items cannot be keys.
+fn collection_from(head: &str, inner: Value) -> Option<Value> {
+    match head {
+        "BTreeMap" | "HashMap" | "IndexMap" => {
+            let Value::Array(pairs) = inner else {
+                return None;
+            };
+            let mut object = Map::new();
+            for pair in pairs {
+                let Value::Array(kv) = pair else { return None };
+                let [key, value] = <[Value; 2]>::try_from(kv).ok()?;
+                let key = match key {
+                    Value::String(s) => s,
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => return None,
+                };
+                object.insert(key, value);
+            }
+            Some(Value::Object(object))
+        }
+        "BTreeSet" => {
+            let Value::Array(mut items) = inner else {
+                return None;
+            };
+            if items.iter().all(Value::is_string) {
+                items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            } else if items.iter().all(|v| v.is_i64() || v.is_u64()) {
+                items.sort_by_key(|v| {
+                    v.as_i64()
+                        .map_or(i128::from(v.as_u64().unwrap_or(0)), i128::from)
+                });
+            } else {
+                return None;
+            }
+            items.dedup();
+            Some(Value::Array(items))
+        }
+        "IndexSet" | "HashSet" => {
+            let Value::Array(items) = inner else {
+                return None;
+            };
+            let mut unique: Vec<Value> = Vec::with_capacity(items.len());
+            for item in items {
+                if !unique.contains(&item) {
+                    unique.push(item);
+                }
+            }
+            // A `HashSet` iterates in a random order: one item is the only fixed one.
+            (head == "IndexSet" || unique.len() <= 1).then_some(Value::Array(unique))
+        }
+        "BinaryHeap" => match &inner {
+            Value::Array(items) if items.len() > 1 => None,
+            _ => Some(inner),
+        },
+        _ => Some(inner),
+    }
+}
+
+/// A k8s-openapi struct literal (`ResourceRequirements { limits: Some(..), ..Default::default() }`)
+/// as serde writes it: the type's `Default`, with each given field under the property whose
+/// snake-case name it is (k8s-openapi's naming; `type_` is `type`), and `None` left out.
+fn library_struct(path: &str, given: std::collections::HashMap<String, Value>) -> Option<Value> {
+    use heck::ToSnakeCase;
+    let Value::Object(mut object) = super::k8s_types::default_value(path)?()? else {
+        return None;
+    };
+    let schema_fn = super::k8s_types::lookup(path)?;
+    let mut generator = schemars::SchemaGenerator::new(
+        schemars::generate::SchemaSettings::default().with(|s| s.inline_subschemas = true),
+    );
+    let schema = schema_fn(&mut generator);
+    let properties: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for (field, value) in given {
+        let field = field.trim_end_matches('_');
+        let key = properties
+            .iter()
+            .find(|p| p.to_snake_case() == field)?
+            .clone();
+        if value.is_null() {
+            object.remove(&key);
+        } else {
+            object.insert(key, value);
+        }
+    }
+    Some(Value::Object(object))
 }
 
 fn first_type_arg(path: &syn::Path) -> Option<&Type> {
