@@ -65,10 +65,14 @@ serde_yaml = "0.9"
 "#;
 
 /// Builds the harness main: for each fixture and each (group, kind) in it, print a marker line
-/// and the YAML of the merged CRD.
-fn harness_main(groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>) -> String {
-    let mut main = String::from(
-        "#![allow(dead_code, unused_imports)]\nmod fixtures;\n\nuse kube::CustomResourceExt;\n\nfn main() {\n",
+/// and the YAML of the merged CRD. `crate_root` is the Rust path of a fixture's `crate`.
+fn harness_main(
+    groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>,
+    prelude: &str,
+    crate_root: impl Fn(&str) -> String,
+) -> String {
+    let mut main = format!(
+        "#![allow(dead_code, unused_imports)]\n{prelude}\nuse kube::CustomResourceExt;\n\nfn main() {{\n",
     );
     for ((fixture, group, kind), versions) in groups {
         let storage = versions
@@ -79,7 +83,7 @@ fn harness_main(groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>) 
             .iter()
             .map(|v| {
                 let module = v.module.strip_prefix("crate").unwrap_or(&v.module);
-                format!("crate::fixtures::{fixture}{module}::{}::crd()", v.root)
+                format!("{}{module}::{}::crd()", crate_root(fixture), v.root)
             })
             .collect();
         let _ = writeln!(main, "    println!(\"=== {fixture} {group} {kind}\");");
@@ -125,44 +129,28 @@ pub fn compare(
             &case.source,
         );
         let _ = writeln!(mods, "pub mod {name};");
-        let paths = vec![case.path.clone()];
-        let resources =
-            manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", case.path.display()));
-        assert!(
-            !resources.is_empty(),
-            "{}: no CustomResource",
-            case.path.display()
-        );
-        for info in resources {
-            groups
-                .entry((name.clone(), info.group.clone(), info.kind.clone()))
-                .or_default()
-                .push(info);
-        }
-        let outputs = manifests::generate(&paths)
-            .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", case.path.display()));
-        for output in outputs {
-            let body = output
-                .contents
-                .strip_prefix(HEADER)
-                .expect("header")
-                .to_owned();
-            let crd: serde_yaml::Value = serde_yaml::from_str(&body).expect("yaml");
-            let group = crd["spec"]["group"].as_str().expect("group").to_owned();
-            let kind = crd["spec"]["names"]["kind"]
-                .as_str()
-                .expect("kind")
-                .to_owned();
-            expected.insert((name.clone(), group, kind), body);
-        }
+        run_kopgen(name, &case.path, &mut groups, &mut expected);
     }
     write_if_changed(
         &harness.join("Cargo.toml"),
         &HARNESS_TOML.replace("kopgen-parity-harness", &format!("kopgen-{harness_name}")),
     );
     write_if_changed(&harness.join("src/fixtures.rs"), &mods);
-    write_if_changed(&harness.join("src/main.rs"), &harness_main(&groups));
-    let output = support::cargo(&harness, &["run", "--quiet"]);
+    write_if_changed(
+        &harness.join("src/main.rs"),
+        &harness_main(&groups, "mod fixtures;\n", |fixture| {
+            format!("crate::fixtures::{fixture}")
+        }),
+    );
+    run_harness(&harness, &expected)
+}
+
+/// Runs a harness and pairs each CRD it prints with kopgen's (`expected`), by marker line.
+fn run_harness(
+    harness: &Path,
+    expected: &BTreeMap<(String, String, String), String>,
+) -> BTreeMap<(String, String, String), (Option<String>, String)> {
+    let output = support::cargo(harness, &["run", "--quiet"]);
     assert!(
         output.status.success(),
         "the harness (sources compiled with kube-derive) failed:\n{}",
@@ -181,7 +169,87 @@ pub fn compare(
         let ours = expected.get(&key).cloned();
         result.insert(key, (ours, body.to_owned()));
     }
+    // A CRD kopgen wrote for a type the compiled crate does not have (e.g. a test-only one).
+    for (key, ours) in expected {
+        result
+            .entry(key.clone())
+            .or_insert_with(|| (Some(ours.clone()), "(kube-derive has no such CRD)\n".into()));
+    }
     result
+}
+
+/// Runs kopgen on `path` (a file or a crate's `src/`), recording its resources in `groups` and
+/// its CRDs in `expected`, under the case `name`.
+fn run_kopgen(
+    name: &str,
+    path: &Path,
+    groups: &mut BTreeMap<(String, String, String), Vec<ResourceInfo>>,
+    expected: &mut BTreeMap<(String, String, String), String>,
+) {
+    let paths = vec![path.to_path_buf()];
+    let resources =
+        manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        !resources.is_empty(),
+        "{}: no CustomResource",
+        path.display()
+    );
+    for info in resources {
+        groups
+            .entry((name.to_owned(), info.group.clone(), info.kind.clone()))
+            .or_default()
+            .push(info);
+    }
+    let outputs = manifests::generate(&paths)
+        .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", path.display()));
+    for output in outputs {
+        let body = output
+            .contents
+            .strip_prefix(HEADER)
+            .expect("header")
+            .to_owned();
+        let crd: serde_yaml::Value = serde_yaml::from_str(&body).expect("yaml");
+        let group = crd["spec"]["group"].as_str().expect("group").to_owned();
+        let kind = crd["spec"]["names"]["kind"]
+            .as_str()
+            .expect("kind")
+            .to_owned();
+        expected.insert((name.to_owned(), group, kind), body);
+    }
+}
+
+/// A crate over several files (`tests/fixtures/crate/src/`), compiled as the harness's library,
+/// against kopgen on its `src/`: resolution across files, `crate::`, `super::`, re-exports.
+#[test]
+fn kopgen_manifests_equals_kube_derive_for_a_crate_over_several_files() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crate/src");
+    let harness = support::shared_target_dir().with_file_name("crate-harness");
+    let mut groups = BTreeMap::new();
+    let mut expected = BTreeMap::new();
+    run_kopgen("crate", &source, &mut groups, &mut expected);
+    for entry in walkdir::WalkDir::new(&source)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if entry.file_type().is_file() {
+            let relative = entry.path().strip_prefix(&source).expect("under src");
+            write_if_changed(
+                &harness.join("src").join(relative),
+                &std::fs::read_to_string(entry.path()).expect("read"),
+            );
+        }
+    }
+    write_if_changed(
+        &harness.join("Cargo.toml"),
+        &HARNESS_TOML.replace("kopgen-parity-harness", "kopgen-crate-harness"),
+    );
+    write_if_changed(
+        &harness.join("src/main.rs"),
+        &harness_main(&groups, "", |_| "kopgen_crate_harness".to_owned()),
+    );
+    let results = run_harness(&harness, &expected);
+    assert_eq!(results.len(), 1, "one kind (two versions) in the crate");
+    assert_all_equal("crate parity", &results);
 }
 
 /// Fails with a readable diff for every CRD where kopgen and kube-derive differ.

@@ -456,6 +456,14 @@ impl Folder<'_> {
                 "to_string" | "to_owned" | "into" | "clone" => self.expr(file, module, &m.receiver),
                 _ => Err(unfoldable()),
             },
+            Expr::Cast(c) => {
+                let value = self.expr(file, module, &c.expr)?;
+                let Type::Path(target) = &*c.ty else {
+                    return Err(unfoldable());
+                };
+                let target = path_segments(&target.path).join("::");
+                cast(&value, &target).ok_or_else(unfoldable)
+            }
             Expr::Array(a) => a
                 .elems
                 .iter()
@@ -698,6 +706,33 @@ impl Folder<'_> {
         Some(Value::String(vattrs.rename.unwrap_or_else(|| {
             cattrs.rename_all.apply_to_variant(variant)
         })))
+    }
+}
+
+/// `value as target` for numbers, where the cast loses nothing (a wrapping or truncating cast
+/// is left unfolded rather than guessed).
+fn cast(value: &Value, target: &str) -> Option<Value> {
+    let Value::Number(n) = value else { return None };
+    macro_rules! ints {
+        ($($t:ident)*) => {
+            match target {
+                $(stringify!($t) => {
+                    if let Some(i) = n.as_i64() {
+                        return $t::try_from(i).ok().map(Value::from);
+                    }
+                    return n.as_u64().and_then(|u| $t::try_from(u).ok()).map(Value::from);
+                })*
+                _ => {}
+            }
+        };
+    }
+    ints!(u8 u16 u32 u64 usize i8 i16 i32 i64 isize);
+    let float = n.as_f64()?;
+    match target {
+        "f64" => serde_json::Number::from_f64(float).map(Value::Number),
+        // serde_json writes an f32 through f64.
+        "f32" => serde_json::Number::from_f64(f64::from(float as f32)).map(Value::Number),
+        _ => None,
     }
 }
 

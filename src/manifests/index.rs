@@ -63,6 +63,10 @@ pub struct Module {
     pub globs: Vec<Vec<String>>,
     /// Child modules declared here.
     pub children: Vec<String>,
+    /// Child modules declared `#[cfg(test)] mod name;`, in files of their own: not part of the
+    /// crate `crd()` runs in, so their custom resources are not the operator's.
+    #[serde(default)]
+    pub test_children: Vec<String>,
 }
 
 /// A hand-written `impl Default for T`, by the file that holds it.
@@ -228,6 +232,18 @@ impl Index {
         feed(hasher, b'm', &[module]);
         self.modules.entry(module.to_owned()).or_default();
         for item in items {
+            // Test-only items are not in the crate `crd()` runs in.
+            if cfg_test(item_attrs(&item)) {
+                if let Item::Mod(m) = &item
+                    && m.content.is_none()
+                {
+                    feed(hasher, b't', &[module, &m.ident.to_string()]);
+                    self.module_mut(module)
+                        .test_children
+                        .push(m.ident.to_string());
+                }
+                continue;
+            }
             let (name, tag, kind) = match item {
                 Item::Struct(s) => (s.ident.to_string(), ItemTag::Struct, ItemKind::Struct(s)),
                 Item::Enum(e) => (e.ident.to_string(), ItemTag::Enum, ItemKind::Enum(e)),
@@ -272,6 +288,25 @@ impl Index {
             });
             added.bodies.push(kind);
         }
+    }
+
+    /// Whether `module` is, or is inside, a module declared `#[cfg(test)] mod name;`.
+    pub fn in_test_module(&self, module: &str) -> bool {
+        let mut parent = String::new();
+        for (i, segment) in module.split("::").enumerate() {
+            if i > 0 {
+                if self
+                    .modules
+                    .get(&parent)
+                    .is_some_and(|m| m.test_children.iter().any(|c| c == segment))
+                {
+                    return true;
+                }
+                parent.push_str("::");
+            }
+            parent.push_str(segment);
+        }
+        false
     }
 
     fn module_mut(&mut self, module: &str) -> &mut Module {
@@ -522,6 +557,43 @@ pub struct Structure {
     pub default_impls: Vec<(String, String, usize)>,
     pub file_items: Vec<(usize, usize)>,
     pub hashes: Vec<u64>,
+}
+
+/// The attributes of the items the index reads.
+fn item_attrs(item: &Item) -> &[syn::Attribute] {
+    match item {
+        Item::Struct(i) => &i.attrs,
+        Item::Enum(i) => &i.attrs,
+        Item::Type(i) => &i.attrs,
+        Item::Fn(i) => &i.attrs,
+        Item::Const(i) => &i.attrs,
+        Item::Static(i) => &i.attrs,
+        Item::Use(i) => &i.attrs,
+        Item::Impl(i) => &i.attrs,
+        Item::Mod(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+/// Whether `#[cfg(test)]` (or `#[cfg(all(.., test, ..))]`) removes an item outside tests.
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    fn requires_test(meta: &syn::Meta) -> bool {
+        match meta {
+            syn::Meta::Path(p) => p.is_ident("test"),
+            syn::Meta::List(list) if list.path.is_ident("all") => list
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+                )
+                .is_ok_and(|metas| metas.iter().any(requires_test)),
+            _ => false,
+        }
+    }
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Meta>()
+                .is_ok_and(|meta| requires_test(&meta))
+    })
 }
 
 /// `impl Default for Name { fn default() ... }`: the type's name and the function.

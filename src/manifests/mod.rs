@@ -582,7 +582,7 @@ fn custom_resources(
         let Some(item) = index.items.get(i) else {
             continue;
         };
-        if item.tag != index::ItemTag::Struct {
+        if item.tag != index::ItemTag::Struct || index.in_test_module(&item.module) {
             continue;
         }
         let ItemKind::Struct(s) = index.kind(i) else {
