@@ -269,6 +269,8 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
             schema_of::<serde_json::Map<String, serde_json::Value>>
         }
         "serde_json::Number" | "serde_json::value::Number" => schema_of::<serde_json::Number>,
+        // kube's `Duration` (Go's duration syntax), as `kube::core::Duration`.
+        "kube_core::Duration" => schema_of::<kube_core::Duration>,
         _ => return crate::manifests::k8s_types::lookup(path),
     };
     Some(f)

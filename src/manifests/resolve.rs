@@ -59,7 +59,36 @@ fn canonical_external(path: &str) -> String {
             return format!("std::collections::{rest}");
         }
     }
-    path
+    kube_reexport(&path).unwrap_or(path)
+}
+
+/// kube's re-exports of the types a spec may hold: `kube::api::ObjectMeta` and
+/// `kube::core::ObjectMeta` are k8s-openapi's; `kube::core::Duration` is kube-core's.
+fn kube_reexport(path: &str) -> Option<String> {
+    let (module, name) = path.rsplit_once("::")?;
+    let kube_core = matches!(
+        module,
+        "kube::core"
+            | "kube::api"
+            | "kube::core::metadata"
+            | "kube::core::duration"
+            | "kube_core"
+            | "kube_core::metadata"
+            | "kube_core::duration"
+            | "kube_client::api"
+            | "kube_client::core"
+            | "kube_client::core::metadata"
+    );
+    if !kube_core {
+        return None;
+    }
+    Some(match name {
+        "ObjectMeta" | "ListMeta" => {
+            format!("k8s_openapi::apimachinery::pkg::apis::meta::v1::{name}")
+        }
+        "Duration" => "kube_core::Duration".to_owned(),
+        _ => return None,
+    })
 }
 
 impl Index {
@@ -210,4 +239,32 @@ pub fn path_segments(path: &syn::Path) -> Vec<String> {
     }
     segments.extend(path.segments.iter().map(|s| s.ident.to_string()));
     segments
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_external;
+
+    #[test]
+    fn kube_reexports_are_the_types_they_name() {
+        let meta = "k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta";
+        for path in [
+            "kube::api::ObjectMeta",
+            "kube::core::ObjectMeta",
+            "::kube::core::metadata::ObjectMeta",
+            "kube_core::ObjectMeta",
+        ] {
+            assert_eq!(canonical_external(path), meta, "{path}");
+        }
+        assert_eq!(
+            canonical_external("kube::core::Duration"),
+            "kube_core::Duration"
+        );
+        // Names kube does not re-export from k8s-openapi stay as written.
+        assert_eq!(canonical_external("kube::core::Thing"), "kube::core::Thing");
+        assert_eq!(
+            canonical_external("alloc::collections::btree_map::BTreeMap"),
+            "std::collections::BTreeMap"
+        );
+    }
 }
