@@ -906,25 +906,147 @@ impl Metadata {
 /// Walks the keys of `#[serde(...)]` and `#[schemars(...)]`: schemars' metadata and validation
 /// keys go into `metadata`; every other key is passed to `handle` with its name, whether it
 /// came from `schemars`, and `metadata` for reporting unsupported keys.
+///
+/// schemars' own serde-like keys replace serde's, whatever their order (its
+/// `schemars_to_serde`): a `#[schemars(rename_all = ..)]` drops every `#[serde(rename_all)]`,
+/// `#[schemars(skip)]` drops serde's skips, `#[schemars(!default)]` drops `#[serde(default)]`,
+/// and serde's `bound` is never read.
 fn serde_and_schemars_keys(
     attrs: &[Attribute],
     metadata: &mut Metadata,
     mut handle: impl FnMut(&ParseNestedMeta, &str, bool, &mut Metadata) -> syn::Result<()>,
 ) -> syn::Result<()> {
-    for attr in attrs
-        .iter()
-        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
-    {
-        let is_schemars = attr.path().is_ident("schemars");
+    let mut overridden: Vec<String> = Vec::new();
+    let mut schemars_attrs = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("schemars")) {
+        let (kept, unset) = split_unset(attr)?;
+        overridden.extend(unset);
+        overridden.extend(
+            top_level_keys(&kept)
+                .into_iter()
+                .filter(|key| SERDE_KEYWORDS.contains(&key.as_str())),
+        );
+        schemars_attrs.push(kept);
+    }
+    if overridden.iter().any(|k| k == "skip") {
+        overridden.extend([
+            "skip_serializing".to_owned(),
+            "skip_deserializing".to_owned(),
+        ]);
+    }
+    for attr in &schemars_attrs {
         attr.parse_nested_meta(|meta| {
-            if is_schemars && parse_metadata(&meta, metadata)? {
+            if parse_metadata(&meta, metadata)? {
                 return Ok(());
             }
             let key = path_name(&meta.path);
-            handle(&meta, &key, is_schemars, metadata)
+            handle(&meta, &key, true, metadata)
+        })?;
+    }
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        attr.parse_nested_meta(|meta| {
+            let key = path_name(&meta.path);
+            if key == "bound" || overridden.contains(&key) {
+                return skip_value(&meta);
+            }
+            handle(&meta, &key, false, metadata)
         })?;
     }
     Ok(())
+}
+
+/// The keys schemars copies from its attributes over serde's (`SERDE_KEYWORDS` in
+/// schemars_derive, less `with` and `serialize_with`, which it handles itself).
+const SERDE_KEYWORDS: &[&str] = &[
+    "rename",
+    "rename_all",
+    "rename_all_fields",
+    "deny_unknown_fields",
+    "tag",
+    "content",
+    "untagged",
+    "default",
+    "skip",
+    "skip_serializing",
+    "skip_serializing_if",
+    "skip_deserializing",
+    "flatten",
+    "remote",
+    "transparent",
+    "into",
+    "from",
+    "try_from",
+    "bound",
+];
+
+/// The top-level keys of an attribute's list (`rename` in `#[schemars(rename = "x", extend(..))]`),
+/// read from its tokens so that any value shape is accepted.
+fn top_level_keys(attr: &Attribute) -> Vec<String> {
+    let Ok(list) = attr.meta.require_list() else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    let mut at_start = true;
+    for token in list.tokens.clone() {
+        match &token {
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => at_start = true,
+            proc_macro2::TokenTree::Ident(ident) if at_start => {
+                keys.push(ident.to_string());
+                at_start = false;
+            }
+            _ => at_start = false,
+        }
+    }
+    keys
+}
+
+/// Splits `#[schemars(!default, rename = "x")]` into the attribute without its `!key` items,
+/// and those keys (schemars' way to drop a serde key).
+fn split_unset(attr: &Attribute) -> syn::Result<(Attribute, Vec<String>)> {
+    let Ok(list) = attr.meta.require_list() else {
+        return Ok((attr.clone(), Vec::new()));
+    };
+    let mut items: Vec<Vec<proc_macro2::TokenTree>> = vec![Vec::new()];
+    for token in list.tokens.clone() {
+        match &token {
+            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => items.push(Vec::new()),
+            _ => {
+                if let Some(last) = items.last_mut() {
+                    last.push(token);
+                }
+            }
+        }
+    }
+    let mut unset = Vec::new();
+    let mut kept = proc_macro2::TokenStream::new();
+    for item in items {
+        match item.as_slice() {
+            [
+                proc_macro2::TokenTree::Punct(bang),
+                proc_macro2::TokenTree::Ident(key),
+            ] if bang.as_char() == '!' => {
+                unset.push(key.to_string());
+            }
+            [] => {}
+            _ => {
+                if !kept.is_empty() {
+                    kept.extend([proc_macro2::TokenTree::Punct(proc_macro2::Punct::new(
+                        ',',
+                        proc_macro2::Spacing::Alone,
+                    ))]);
+                }
+                kept.extend(item);
+            }
+        }
+    }
+    if unset.is_empty() {
+        return Ok((attr.clone(), unset));
+    }
+    let mut attr = attr.clone();
+    if let syn::Meta::List(list) = &mut attr.meta {
+        list.tokens = kept;
+    }
+    Ok((attr, unset))
 }
 
 /// Parses serde and schemars attributes of a struct, enum or variant.
