@@ -688,6 +688,9 @@ impl Folder<'_> {
         let name = vattrs
             .rename
             .unwrap_or_else(|| cattrs.rename_all.apply_to_variant(variant));
+        // `#[serde(untagged)]` on the variant writes it as the enum's would be.
+        let mut cattrs = cattrs;
+        cattrs.untagged |= vattrs.untagged;
         Some((v, name, cattrs))
     }
 

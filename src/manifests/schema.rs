@@ -920,6 +920,9 @@ impl<'a> Builder<'a> {
         }
         let mut unit_names = Vec::new();
         let mut complex: Vec<Schema> = Vec::new();
+        // A variant marked `#[serde(untagged)]` makes schemars list the variants in `anyOf`:
+        // they may overlap.
+        let mut any_untagged = false;
         for variant in &item.variants {
             let vattrs = self.container_attrs(file, module, &variant.attrs)?;
             if vattrs.skip {
@@ -937,7 +940,8 @@ impl<'a> Builder<'a> {
                 && vattrs.meta.extend.is_empty()
                 && vattrs.meta.transform_ops.is_empty()
                 && !vattrs.meta.deprecated;
-            if cattrs.untagged {
+            if cattrs.untagged || vattrs.untagged {
+                any_untagged |= vattrs.untagged;
                 let mut schema = self.variant_body(file, module, variant, &vattrs, &cattrs, env)?;
                 add_container_mutators(&mut schema, &vattrs.meta);
                 complex.push(schema);
@@ -1010,12 +1014,10 @@ impl<'a> Builder<'a> {
                 all.push(unit_schema().to_value());
             }
             all.extend(complex.iter().map(|s| s.clone().to_value()));
-            Schema::from(
-                json!({"oneOf": all})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            )
+            let keyword = if any_untagged { "anyOf" } else { "oneOf" };
+            let mut object = Map::new();
+            object.insert(keyword.to_owned(), Value::Array(all));
+            Schema::from(object)
         };
         add_container_mutators(&mut schema, &cattrs.meta);
         Ok(schema)
