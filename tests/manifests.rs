@@ -362,6 +362,17 @@ fn errors_point_at_the_rust_source() {
             "schemars serializes this field's default with `upper`, which kopgen cannot run",
         ],
     );
+    // Doc text that only the compiler can produce.
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    #[doc = include_str!(\"x.md\")]\n    pub x: u32,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:7:13:",
+            "kopgen cannot fold `doc = include_str!(..)` statically",
+            "help: replace it with the text as a doc comment",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

@@ -323,18 +323,69 @@ impl Default for FieldAttrs {
 
 /// The doc comment as schemars assembles it: lines joined by `\n`, one leading space stripped.
 pub fn doc_of(attrs: &[Attribute]) -> Option<String> {
+    doc_and_unfolded(attrs).0
+}
+
+/// The doc comment (schemars joins `#[doc = ..]` values with `concat!`, so `concat!` of
+/// literals is folded too), and the `#[doc = ..]` values kopgen cannot fold (`include_str!`,
+/// `env!`, ...), which are errors rather than a silently missing description.
+fn doc_and_unfolded(attrs: &[Attribute]) -> (Option<String>, Vec<(String, Span)>) {
     let mut lines = Vec::new();
+    let mut unfolded = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
-        if let syn::Meta::NameValue(nv) = &attr.meta
-            && let Expr::Lit(ExprLit {
-                lit: Lit::Str(s), ..
-            }) = &nv.value
+        let syn::Meta::NameValue(nv) = &attr.meta else {
+            continue;
+        };
+        if let Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &nv.value
         {
             let value = s.value();
             lines.push(value.strip_prefix(' ').map(str::to_owned).unwrap_or(value));
+            continue;
+        }
+        match concat_literals(&nv.value) {
+            Some(value) => lines.push(value),
+            None => unfolded.push((
+                match &nv.value {
+                    Expr::Macro(m) => format!("doc = {}!(..)", path_name(&m.mac.path)),
+                    _ => "doc = ..".to_owned(),
+                },
+                nv.value.span(),
+            )),
         }
     }
-    (!lines.is_empty()).then(|| lines.join("\n"))
+    ((!lines.is_empty()).then(|| lines.join("\n")), unfolded)
+}
+
+/// `concat!(..)` of literals (and nested `concat!`), as rustc expands it.
+fn concat_literals(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Lit(ExprLit { lit, .. }) => match lit {
+            Lit::Str(s) => Some(s.value()),
+            Lit::Char(c) => Some(c.value().to_string()),
+            Lit::Bool(b) => Some(b.value.to_string()),
+            Lit::Int(i) => Some(i.base10_digits().to_owned()),
+            Lit::Float(f) => Some(f.base10_digits().to_owned()),
+            _ => None,
+        },
+        Expr::Macro(m)
+            if matches!(
+                path_name(&m.mac.path).as_str(),
+                "concat" | "core::concat" | "std::concat"
+            ) =>
+        {
+            let parts = m
+                .mac
+                .parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )
+                .ok()?;
+            parts.iter().map(concat_literals).collect()
+        }
+        Expr::Group(g) => concat_literals(&g.expr),
+        _ => None,
+    }
 }
 
 /// schemars marks items with Rust's `#[deprecated]` as `deprecated: true`.
@@ -895,9 +946,11 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
 impl Metadata {
     /// The metadata every item starts with: its doc comment and Rust's `#[deprecated]`.
     fn of(attrs: &[Attribute]) -> Self {
+        let (doc, unfolded) = doc_and_unfolded(attrs);
         Self {
-            doc: doc_of(attrs),
+            doc,
             deprecated: is_deprecated(attrs),
+            unsupported: unfolded,
             ..Self::default()
         }
     }

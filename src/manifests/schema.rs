@@ -1152,6 +1152,12 @@ pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
 }
 
 fn report_unsupported(file: &Path, meta: &Metadata) -> Result<(), SourceError> {
+    if let Some((key, span)) = meta.unsupported.first()
+        && key.starts_with("doc =")
+    {
+        return Err(SourceError::at(file, *span, format!("kopgen cannot fold `{key}` statically: schemars would put its text in the description"))
+            .help("replace it with the text as a doc comment (`/// ...`), or remove it and give `#[schemars(description = \"...\")]`"));
+    }
     if let Some((key, span)) = meta.unsupported.first() {
         return Err(SourceError::at(file, *span, format!("kopgen cannot yet fold `{key}` statically"))
             .help("remove it, or replace it with an attribute kopgen folds (see the attribute reference in kopgen's README)"));
