@@ -373,6 +373,16 @@ fn errors_point_at_the_rust_source() {
             "help: replace it with the text as a doc comment",
         ],
     );
+    // A description schemars would compute by running Rust.
+    assert_error(
+        &format!(
+            "{header}const TEXT: &str = \"t\";\n{derive}{kube}pub struct ESpec {{\n    #[schemars(description = TEXT)]\n    pub x: u32,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:8:30:",
+            "kopgen cannot yet fold `description = <expression>`",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

@@ -446,8 +446,20 @@ fn path_name(path: &syn::Path) -> String {
 fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<bool> {
     let name = path_name(&meta.path);
     match name.as_str() {
-        "title" => out.title = Some(expr_string(&meta.value()?.parse()?)),
-        "description" => out.description = Some(expr_string(&meta.value()?.parse()?)),
+        "title" | "description" => {
+            let expr: Expr = meta.value()?.parse()?;
+            // schemars evaluates any expression here; kopgen folds literals and `concat!`.
+            let Some(text) = concat_literals(&expr) else {
+                out.unsupported
+                    .push((format!("{name} = <expression>"), expr.span()));
+                return Ok(true);
+            };
+            if name == "title" {
+                out.title = Some(text);
+            } else {
+                out.description = Some(text);
+            }
+        }
         "extend" => {
             let content;
             syn::parenthesized!(content in meta.input);
@@ -666,20 +678,6 @@ fn validate_regex(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()>
 }
 
 /// A string literal, or `concat!`-free text of another expression (for error messages).
-fn expr_string(expr: &Expr) -> String {
-    match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => s.value(),
-        other => quote_expr(other),
-    }
-}
-
-fn quote_expr(expr: &Expr) -> String {
-    use quote::ToTokens;
-    expr.to_token_stream().to_string()
-}
-
 /// Folds `json!`-style tokens (literals, `null`, `true`/`false`, `[..]`, `{"k": v, ..}`, `-n`).
 pub fn json_tokens(tokens: &[proc_macro2::TokenTree]) -> Option<serde_json::Value> {
     use proc_macro2::{Delimiter, TokenTree};
