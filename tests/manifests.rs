@@ -383,6 +383,16 @@ fn errors_point_at_the_rust_source() {
             "kopgen cannot yet fold `description = <expression>`",
         ],
     );
+    // A validation value folded from a constant of the wrong type.
+    assert_error(
+        &format!(
+            "{header}const NAME: &str = \"n\";\n{derive}{kube}pub struct ESpec {{\n    #[schemars(length(max = NAME))]\n    pub x: String,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:8:29:",
+            "\"n\" is not a non-negative integer, as `length` needs",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

@@ -247,17 +247,17 @@ pub enum SchemaOp {
 #[derive(Debug, Clone)]
 pub enum Validation {
     Range {
-        min: Option<serde_json::Value>,
-        max: Option<serde_json::Value>,
+        min: Option<Folded>,
+        max: Option<Folded>,
     },
     Length {
-        min: Option<u64>,
-        max: Option<u64>,
-        equal: Option<u64>,
+        min: Option<Folded>,
+        max: Option<Folded>,
+        equal: Option<Folded>,
     },
-    Pattern(String),
+    Pattern(Folded),
     Format(&'static str),
-    Contains(String),
+    Contains(Folded),
     /// `inner(...)`: validations of the items of an array (schemars' `apply_inner_validation`).
     Inner(Vec<Validation>),
     /// `#[validate(regex(path = RE))]`: the pattern the regex at `path` was built from, which
@@ -266,6 +266,31 @@ pub enum Validation {
         path: Vec<String>,
         span: Span,
     },
+}
+
+/// A value in a validation attribute: a literal, folded as it is read, or another expression
+/// (`MAX_LEN`, `LIMIT as u64`), which the schema builder folds with the crate's constants.
+#[derive(Debug, Clone)]
+pub enum Folded {
+    Value(serde_json::Value),
+    Expr(Box<Expr>),
+}
+
+impl Folded {
+    fn of(expr: Expr) -> Self {
+        match expr_to_json(&expr) {
+            Some(value) => Folded::Value(value),
+            None => Folded::Expr(Box::new(expr)),
+        }
+    }
+
+    /// The value, once folded (the builder folds every expression before schemas use it).
+    pub fn value(&self) -> Option<&serde_json::Value> {
+        match self {
+            Folded::Value(value) => Some(value),
+            Folded::Expr(_) => None,
+        }
+    }
 }
 
 impl Default for ContainerAttrs {
@@ -481,13 +506,11 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "range" => {
             let (mut min, mut max) = (None, None);
             meta.parse_nested_meta(|inner| {
-                let value: Expr = inner.value()?.parse()?;
-                let json = expr_to_json(&value)
-                    .ok_or_else(|| inner.error("kopgen folds only literal ranges"))?;
+                let value = Folded::of(inner.value()?.parse()?);
                 if inner.path.is_ident("min") {
-                    min = Some(json);
+                    min = Some(value);
                 } else if inner.path.is_ident("max") {
-                    max = Some(json);
+                    max = Some(value);
                 }
                 Ok(())
             })?;
@@ -496,16 +519,13 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "length" => {
             let (mut min, mut max, mut equal) = (None, None, None);
             meta.parse_nested_meta(|inner| {
-                let value: Expr = inner.value()?.parse()?;
-                let n = expr_to_json(&value)
-                    .and_then(|v| v.as_u64())
-                    .ok_or_else(|| inner.error("kopgen folds only literal lengths"))?;
+                let value = Folded::of(inner.value()?.parse()?);
                 if inner.path.is_ident("min") {
-                    min = Some(n);
+                    min = Some(value);
                 } else if inner.path.is_ident("max") {
-                    max = Some(n);
+                    max = Some(value);
                 } else if inner.path.is_ident("equal") {
-                    equal = Some(n);
+                    equal = Some(value);
                 }
                 Ok(())
             })?;
@@ -516,20 +536,14 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
         "regex" | "pattern" => {
             if meta.input.peek(syn::Token![=]) {
                 let value: Expr = meta.value()?.parse()?;
-                match expr_to_json(&value) {
-                    Some(serde_json::Value::String(s)) => {
-                        out.validations.push(Validation::Pattern(s))
-                    }
-                    _ => out.unsupported.push((name, meta.path.span())),
-                }
+                out.validations.push(Validation::Pattern(Folded::of(value)));
             } else {
                 meta.parse_nested_meta(|inner| {
                     let value: Expr = inner.value()?.parse()?;
-                    match expr_to_json(&value) {
-                        Some(serde_json::Value::String(s)) if inner.path.is_ident("pattern") => {
-                            out.validations.push(Validation::Pattern(s));
-                        }
-                        _ => out.unsupported.push(("regex".into(), inner.path.span())),
+                    if inner.path.is_ident("pattern") {
+                        out.validations.push(Validation::Pattern(Folded::of(value)));
+                    } else {
+                        out.unsupported.push(("regex".into(), inner.path.span()));
                     }
                     Ok(())
                 })?;
@@ -546,10 +560,8 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
             } else {
                 content.parse()?
             };
-            match expr_to_json(&value) {
-                Some(serde_json::Value::String(s)) => out.validations.push(Validation::Contains(s)),
-                _ => out.unsupported.push((name, meta.path.span())),
-            }
+            out.validations
+                .push(Validation::Contains(Folded::of(value)));
         }
         "email" => out.validations.push(Validation::Format("email")),
         "url" => out.validations.push(Validation::Format("uri")),
@@ -628,12 +640,7 @@ fn garde_pattern(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()> 
     let content;
     syn::parenthesized!(content in meta.input);
     let value: Expr = content.parse()?;
-    match expr_to_json(&value) {
-        Some(serde_json::Value::String(p)) => out.validations.push(Validation::Pattern(p)),
-        _ => out
-            .unsupported
-            .push(("garde(pattern)".into(), meta.path.span())),
-    }
+    out.validations.push(Validation::Pattern(Folded::of(value)));
     Ok(())
 }
 

@@ -12,7 +12,9 @@ use serde_json::{Map, Value, json};
 use syn::{Fields, GenericArgument, PathArguments, Type, spanned::Spanned};
 
 use super::{
-    attrs::{self, ContainerAttrs, DefaultAttr, FieldAttrs, Metadata, RenameRule, Validation},
+    attrs::{
+        self, ContainerAttrs, DefaultAttr, FieldAttrs, Folded, Metadata, RenameRule, Validation,
+    },
     defaults,
     error::SourceError,
     index::{FileSet, Index, ItemKind},
@@ -117,6 +119,7 @@ impl<'a> Builder<'a> {
         attrs: &[syn::Attribute],
     ) -> Result<ContainerAttrs, SourceError> {
         let mut cattrs = attrs::container_attrs(attrs).map_err(|e| syn_error(file, e))?;
+        self.resolve_validations(file, module, &mut cattrs.meta.validations)?;
         report_unsupported(file, &cattrs.meta)?;
         self.fold_transforms(file, module, &mut cattrs.meta)?;
         Ok(cattrs)
@@ -158,13 +161,14 @@ impl<'a> Builder<'a> {
         attrs: &[syn::Attribute],
     ) -> Result<FieldAttrs, SourceError> {
         let mut fattrs = attrs::field_attrs(attrs).map_err(|e| syn_error(file, e))?;
-        self.resolve_regex_paths(file, module, &mut fattrs.meta.validations)?;
+        self.resolve_validations(file, module, &mut fattrs.meta.validations)?;
         report_unsupported(file, &fattrs.meta)?;
         self.fold_transforms(file, module, &mut fattrs.meta)?;
         Ok(fattrs)
     }
 
-    fn resolve_regex_paths(
+    /// Folds what validations name in the sources: regex statics and constants.
+    fn resolve_validations(
         &self,
         file: &Path,
         module: &str,
@@ -172,7 +176,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), SourceError> {
         for validation in validations {
             match validation {
-                Validation::Inner(inner) => self.resolve_regex_paths(file, module, inner)?,
+                Validation::Inner(inner) => self.resolve_validations(file, module, inner)?,
                 Validation::RegexPath { path, span } => {
                     let pattern = regex_pattern(self.index, module, path).ok_or_else(|| {
                         SourceError::at(
@@ -186,11 +190,73 @@ impl<'a> Builder<'a> {
                              in this crate, or write #[schemars(regex(pattern = \"...\"))]",
                         )
                     })?;
-                    *validation = Validation::Pattern(pattern);
+                    *validation = Validation::Pattern(Folded::Value(pattern.into()));
                 }
-                _ => {}
+                Validation::Range { min, max } => {
+                    for bound in [min, max].into_iter().flatten() {
+                        self.fold_value(file, module, bound, Expect::Number)?;
+                    }
+                }
+                Validation::Length { min, max, equal } => {
+                    for bound in [min, max, equal].into_iter().flatten() {
+                        self.fold_value(file, module, bound, Expect::Length)?;
+                    }
+                }
+                Validation::Pattern(value) | Validation::Contains(value) => {
+                    self.fold_value(file, module, value, Expect::Text)?;
+                }
+                Validation::Format(_) => {}
             }
         }
+        Ok(())
+    }
+
+    /// Folds an attribute value written as an expression (`MAX_LEN`, `LIMIT as u64`) with the
+    /// crate's constants, as the compiler would; a pattern may also name a regex static.
+    fn fold_value(
+        &self,
+        file: &Path,
+        module: &str,
+        value: &mut Folded,
+        expect: Expect,
+    ) -> Result<(), SourceError> {
+        let folded = match value {
+            Folded::Value(v) => v.clone(),
+            Folded::Expr(expr) => {
+                let regex = match (&expect, &**expr) {
+                    (Expect::Text, syn::Expr::Path(p)) => {
+                        regex_pattern(self.index, module, &super::resolve::path_segments(&p.path))
+                    }
+                    _ => None,
+                };
+                match regex {
+                    Some(pattern) => Value::String(pattern),
+                    None => super::defaults::fold_expr(self.index, file, module, expr).map_err(
+                        |e| {
+                            e.reworded("kopgen cannot fold this attribute value statically")
+                                .help("write a literal, or a constant of this crate (`const MAX: u64 = 63;`) that kopgen can fold")
+                        },
+                    )?,
+                }
+            }
+        };
+        let fits = match expect {
+            Expect::Number => folded.is_number(),
+            Expect::Length => folded.is_u64(),
+            Expect::Text => folded.is_string(),
+        };
+        if !fits {
+            let span = match value {
+                Folded::Expr(expr) => expr.span(),
+                Folded::Value(_) => proc_macro2::Span::call_site(),
+            };
+            return Err(SourceError::at(
+                file,
+                span,
+                format!("{folded} is not {}", expect.what()),
+            ));
+        }
+        *value = Folded::Value(folded);
         Ok(())
     }
 
@@ -1122,6 +1188,26 @@ fn plain(schema: Schema) -> Built {
     }
 }
 
+/// What an attribute value must fold to.
+enum Expect {
+    /// `range` bounds.
+    Number,
+    /// `length` bounds.
+    Length,
+    /// Patterns and `contains`.
+    Text,
+}
+
+impl Expect {
+    fn what(&self) -> &'static str {
+        match self {
+            Expect::Number => "a number, as `range` needs",
+            Expect::Length => "a non-negative integer, as `length` needs",
+            Expect::Text => "a string, as a pattern needs",
+        }
+    }
+}
+
 /// `()`'s schema: `{"type": "null"}`.
 fn json_schema_null() -> Schema {
     Schema::from(
@@ -1269,34 +1355,39 @@ fn has_type(schema: &Schema, ty: &str) -> bool {
 fn apply_validation(schema: &mut Schema, validation: &Validation) {
     match validation {
         Validation::Length { min, max, equal } => {
+            let value = |bound: &Option<Folded>| bound.as_ref().and_then(Folded::value).cloned();
             for (ty, suffix) in [("string", "Length"), ("array", "Items")] {
                 if has_type(schema, ty) {
-                    if let Some(n) = min.or(*equal) {
-                        schema.insert(format!("min{suffix}"), n.into());
+                    if let Some(n) = value(min).or_else(|| value(equal)) {
+                        schema.insert(format!("min{suffix}"), n);
                     }
-                    if let Some(n) = max.or(*equal) {
-                        schema.insert(format!("max{suffix}"), n.into());
+                    if let Some(n) = value(max).or_else(|| value(equal)) {
+                        schema.insert(format!("max{suffix}"), n);
                     }
                 }
             }
         }
         Validation::Range { min, max } => {
             if has_type(schema, "number") {
-                if let Some(v) = min {
+                if let Some(v) = min.as_ref().and_then(Folded::value) {
                     schema.insert("minimum".into(), v.clone());
                 }
-                if let Some(v) = max {
+                if let Some(v) = max.as_ref().and_then(Folded::value) {
                     schema.insert("maximum".into(), v.clone());
                 }
             }
         }
         Validation::Pattern(p) => {
-            if has_type(schema, "string") {
-                schema.insert("pattern".into(), p.clone().into());
+            if has_type(schema, "string")
+                && let Some(p) = p.value()
+            {
+                schema.insert("pattern".into(), p.clone());
             }
         }
         Validation::Contains(s) => {
-            if has_type(schema, "string") {
+            if has_type(schema, "string")
+                && let Some(Value::String(s)) = s.value()
+            {
                 schema.insert("pattern".into(), regex_escape(s).into());
             }
         }
