@@ -393,6 +393,24 @@ fn errors_point_at_the_rust_source() {
             "\"n\" is not a non-negative integer, as `length` needs",
         ],
     );
+    // kube-derive's own checks: a print column without its required keys; a status type
+    // kopgen cannot find, reported at the attribute.
+    let derive_kube = |keys: &str| {
+        format!(
+            "{header}{derive}#[kube(group = \"e.example.com\", version = \"v1\", kind = \"E\", {keys})]\npub struct ESpec {{\n    pub x: u32,\n}}\n"
+        )
+    };
+    assert_error(
+        &derive_kube("printcolumn(name = \"A\")"),
+        &[
+            "src/lib.rs:5:",
+            "printcolumn needs `name`, `type_` and `json_path`; missing: `type_`, `json_path`",
+        ],
+    );
+    assert_error(
+        &derive_kube("status = \"Missing\""),
+        &["src/lib.rs:5:70:", "`Missing`"],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

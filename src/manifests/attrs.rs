@@ -40,6 +40,8 @@ pub struct KubeAttrs {
     /// `#[kube(no_spec)]`: the spec's fields sit on the root object (flattened), not in `spec`.
     pub no_spec: bool,
     pub status: Option<String>,
+    /// Where `status = "..."` is written, for errors in the status type.
+    pub status_span: Option<Span>,
     pub derives: Vec<String>,
     pub shortnames: Vec<String>,
     pub categories: Vec<String>,
@@ -829,7 +831,11 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                         true
                     }
                 }
-                "status" => out.status = Some(string_value(&meta)?),
+                "status" => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    out.status = Some(lit.value());
+                    out.status_span = Some(lit.span());
+                }
                 "derive" => out.derives.push(string_value(&meta)?),
                 "shortname" => out.shortnames.push(string_value(&meta)?),
                 "category" => out.categories.push(string_value(&meta)?),
@@ -879,8 +885,10 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                         out.printcolumns.push(column);
                     } else {
                         let mut column = PrintColumn::default();
+                        let mut given = Vec::new();
                         meta.parse_nested_meta(|inner| {
                             let name = path_name(&inner.path);
+                            given.push(name.clone());
                             match name.as_str() {
                                 "name" => column.name = string_value(&inner)?,
                                 "type_" => column.type_ = string_value(&inner)?,
@@ -899,6 +907,16 @@ pub fn kube_attrs(attrs: &[Attribute]) -> syn::Result<KubeAttrs> {
                             }
                             Ok(())
                         })?;
+                        let missing: Vec<&str> = ["name", "type_", "json_path"]
+                            .into_iter()
+                            .filter(|key| !given.iter().any(|g| g == key))
+                            .collect();
+                        if !missing.is_empty() {
+                            return Err(meta.error(format!(
+                                "printcolumn needs `name`, `type_` and `json_path`; missing: `{}`",
+                                missing.join("`, `")
+                            )));
+                        }
                         out.printcolumns.push(column);
                     }
                 }

@@ -331,10 +331,12 @@ fn status_type(cr: &CustomResource) -> Result<Option<syn::Type>, SourceError> {
         .status
         .as_ref()
         .map(|status| {
-            syn::parse_str(status).map_err(|e| {
+            // Parsed as the literal, so that errors in the type point at `status = "..."`.
+            let span = cr.attrs.status_span.unwrap_or(cr.span);
+            syn::LitStr::new(status, span).parse().map_err(|e| {
                 SourceError::at(
                     &cr.file,
-                    cr.span,
+                    span,
                     format!("status = {status:?} is not a type: {e}"),
                 )
             })
