@@ -411,6 +411,20 @@ fn errors_point_at_the_rust_source() {
         &derive_kube("status = \"Missing\""),
         &["src/lib.rs:5:70:", "`Missing`"],
     );
+    // The same version of a kind twice.
+    let version = |module: &str, extra: &str| {
+        format!(
+            "pub mod {module} {{\n{header}{derive}#[kube(group = \"e.example.com\", version = \"v2\", kind = \"E\"{extra})]\npub struct ESpec {{ pub x: i32 }}\n}}\n"
+        )
+    };
+    assert_error(
+        &format!("{}{}", version("a", ""), version("b", ", plural = \"es\"")),
+        &[
+            "src/lib.rs:15:12:",
+            "version v2 of E is declared twice (also at src/lib.rs:7)",
+            "help: each version of a kind needs its own",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

@@ -39,6 +39,25 @@ pub fn render(
         return Err(Vec::new());
     };
     let first_at = first.at.clone();
+    for (i, later) in versions.iter().enumerate() {
+        if let Some(earlier) = versions[..i]
+            .iter()
+            .find(|d| d.version() == later.version())
+        {
+            let kind = later.crd.spec.names.kind.clone();
+            return Err(vec![
+                later
+                    .at
+                    .reworded(format!(
+                        "version {} of {kind} is declared twice (also at {}:{})",
+                        later.version(),
+                        earlier.at.file.display(),
+                        earlier.at.line
+                    ))
+                    .help("each version of a kind needs its own `#[kube(version = ...)]`; remove or rename one"),
+            ]);
+        }
+    }
     // Named after the first version in priority order, whichever version is stored.
     let path = PathBuf::from(format!(
         "{}_{}.yaml",
@@ -69,7 +88,9 @@ pub fn render(
     } else {
         match stored.as_slice() {
             [(version, _)] => kube_core::crd::merge_crds(crds, version).map_err(|e| {
-                vec![first_at.reworded(format!("cannot merge the versions of {kind}: {e}"))]
+                vec![first_at
+                    .reworded(format!("cannot merge the versions of {kind}: {e}"))
+                    .help("kube's merge_crds needs every version of a kind to agree on `namespaced`, the group and the names (plural, singular, short names, categories); make them the same")]
             })?,
             [] => {
                 return Err(vec![
