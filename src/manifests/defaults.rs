@@ -694,21 +694,18 @@ impl Folder<'_> {
         Some((v, name, cattrs))
     }
 
-    /// A unit variant path `Enum::Variant` of a local enum, serialized with its renames.
+    /// A unit variant path `Enum::Variant` of a local enum, serialized with its renames (an
+    /// untagged unit variant is `null`).
     fn enum_variant(&self, module: &str, segments: &[String]) -> Option<Value> {
-        let (variant, enum_path) = segments.split_last()?;
-        let Resolved::Local(item) = self.index.resolve(module, enum_path)? else {
+        let (variant, name, cattrs) = self.variant_of(module, segments)?;
+        if !matches!(variant.fields, Fields::Unit) {
             return None;
-        };
-        let ItemKind::Enum(e) = self.index.kind(item) else {
-            return None;
-        };
-        let cattrs = attrs::container_attrs(&e.attrs).ok()?;
-        let v = e.variants.iter().find(|v| v.ident == variant.as_str())?;
-        let vattrs = attrs::container_attrs(&v.attrs).ok()?;
-        Some(Value::String(vattrs.rename.unwrap_or_else(|| {
-            cattrs.rename_all.apply_to_variant(variant)
-        })))
+        }
+        Some(if cattrs.untagged {
+            Value::Null
+        } else {
+            Value::String(name)
+        })
     }
 }
 
