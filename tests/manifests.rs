@@ -425,6 +425,13 @@ fn errors_point_at_the_rust_source() {
             "help: each version of a kind needs its own",
         ],
     );
+    // A generic type that grows its own arguments never ends: reported as recursion.
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub n: Node<u8>,\n}}\n#[derive(JsonSchema)]\npub struct Node<T> {{ pub v: T, pub next: Option<Box<Node<Vec<T>>>> }}\n"
+        ),
+        &["src/lib.rs:10:", "`Node` is recursive"],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

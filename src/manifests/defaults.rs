@@ -206,6 +206,15 @@ impl Folder<'_> {
             Type::Paren(p) => return self.type_default(file, module, &p.elem),
             Type::Group(g) => return self.type_default(file, module, &g.elem),
             Type::Tuple(t) if t.elems.is_empty() => return Ok(Value::Null),
+            // serde writes tuples as arrays.
+            Type::Tuple(t) => {
+                return t
+                    .elems
+                    .iter()
+                    .map(|elem| self.type_default(file, module, elem))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Value::Array);
+            }
             Type::Array(a) => {
                 let len = attrs::expr_to_json(&a.len)
                     .and_then(|v| v.as_u64())
@@ -269,12 +278,74 @@ impl Folder<'_> {
                     },
                 })
             }
-            Some(Resolved::Local(item)) => self.item_default(file, item).map_err(|_| unfoldable()),
+            Some(Resolved::Local(item)) => {
+                let bound = self
+                    .generic_env(module, item, &p.path)
+                    .ok_or_else(unfoldable)?;
+                let folder = Folder {
+                    index: self.index,
+                    env: bound.as_ref().unwrap_or(self.env),
+                };
+                folder.item_default(file, item).map_err(|_| unfoldable())
+            }
             None => Err(unfoldable()),
         }
     }
 
     /// `Default::default()` of a local struct deriving `Default`, or of an enum's `#[default]` unit variant.
+    /// The environment of item `item` used as `path` (written in `module`): its type
+    /// parameters bound to the arguments `path` gives (`Slot<u32>`: `T` is `u32`). `Some(None)`
+    /// when it has none; `None` when the arguments do not match them in number.
+    fn generic_env(&self, module: &str, item: usize, path: &syn::Path) -> Option<Option<Env>> {
+        let generics = match self.index.kind(item) {
+            ItemKind::Struct(s) => &s.generics,
+            ItemKind::Enum(e) => &e.generics,
+            ItemKind::Alias(a) => &a.generics,
+            _ => return Some(None),
+        };
+        let params: Vec<String> = generics
+            .type_params()
+            .map(|p| p.ident.to_string())
+            .collect();
+        if params.is_empty() {
+            return Some(None);
+        }
+        let args: Vec<&Type> = match &path.segments.last()?.arguments {
+            syn::PathArguments::AngleBracketed(a) => a
+                .args
+                .iter()
+                .filter_map(|arg| match arg {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if args.len() != params.len() {
+            return None;
+        }
+        let mut env = Env::default();
+        for (param, arg) in params.into_iter().zip(args) {
+            let bound = match arg {
+                Type::Path(p) => p
+                    .path
+                    .get_ident()
+                    .and_then(|ident| self.env.get(&ident.to_string()))
+                    .cloned(),
+                _ => None,
+            };
+            env.insert(
+                param,
+                bound.unwrap_or_else(|| super::schema::Binding {
+                    ty: arg.clone(),
+                    module: module.to_owned(),
+                    env: std::rc::Rc::new(self.env.clone()),
+                }),
+            );
+        }
+        Some(Some(env))
+    }
+
     fn item_default(&self, file: &Path, item_index: usize) -> Result<Value, SourceError> {
         self.struct_value(file, item_index, &std::collections::HashMap::new(), true)
     }

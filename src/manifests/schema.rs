@@ -55,10 +55,15 @@ pub fn kube_settings() -> SchemaSettings {
         .with_transform(kube_core::schema::OptionalIntOrString)
 }
 
+/// How many times one generic item may nest inside itself with other arguments.
+const MAX_GENERIC_DEPTH: usize = 16;
+
 pub struct Builder<'a> {
     pub index: &'a Index,
     pub generator: SchemaGenerator,
-    stack: Vec<usize>,
+    /// The items being derived, with their generic arguments: `Slot<Slot<bool>>` derives
+    /// `Slot` twice, with different arguments, which is not recursion.
+    stack: Vec<(usize, String)>,
     /// Schemas of items already derived, by item and generic arguments: a type used in many
     /// places is derived once (schemars inlines the same schema everywhere). Each comes with
     /// the files its derivation read (see [`Index::take_touched`]).
@@ -494,13 +499,16 @@ impl<'a> Builder<'a> {
             self.index.merge_touched(files);
             return Ok(plain(schema.clone()));
         }
-        if self.stack.contains(&item_index) {
+        // The same arguments again is recursion; so is a type that keeps growing its arguments
+        // (`Node<T>` holding `Node<Vec<T>>`), which would never end.
+        let depth = self.stack.iter().filter(|(i, _)| *i == item_index).count();
+        if self.stack.contains(&cache_key) || depth >= MAX_GENERIC_DEPTH {
             return Err(SourceError::at(file, path.span(), format!("`{}` is recursive", item.name)).help(
                 "a CRD schema cannot refer to itself (the API server rejects $ref); break the cycle, e.g. with \
                  `#[schemars(with = \"serde_json::Value\")]` and `x-kubernetes-preserve-unknown-fields`",
             ));
         }
-        self.stack.push(item_index);
+        self.stack.push(cache_key.clone());
         let outer = self.index.take_touched();
         let result = match item_kind {
             ItemKind::Struct(s) => self.struct_schema(&item_file, &item.module.clone(), s, &env),
