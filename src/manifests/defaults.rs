@@ -483,7 +483,15 @@ impl Folder<'_> {
                     )
                     .help(HELP)
                 })?;
-                self.expr(&item_file, &item.module.clone(), expr)
+                let module = item.module.clone();
+                // `Default::default()` (or `Default::default().into()`) takes its type from
+                // the function's return type.
+                if is_default_call(expr)
+                    && let syn::ReturnType::Type(_, ty) = &f.sig.output
+                {
+                    return self.type_default(&item_file, &module, ty);
+                }
+                self.expr(&item_file, &module, expr)
             }
             Some(Resolved::External(p)) if p.ends_with("::default") || p == "Default::default" => {
                 Err(unfoldable("use `#[serde(default)]` for the type's Default"))
@@ -804,6 +812,18 @@ fn cast(value: &Value, target: &str) -> Option<Value> {
         // serde_json writes an f32 through f64.
         "f32" => serde_json::Number::from_f64(f64::from(float as f32)).map(Value::Number),
         _ => None,
+    }
+}
+
+/// `Default::default()` or `<_>::default()` written without the type, which the context gives.
+fn is_default_call(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(c) if c.args.is_empty() => matches!(&*c.func, Expr::Path(p)
+            if path_segments(&p.path) == ["Default", "default"]
+                || path_segments(&p.path) == ["std", "default", "Default", "default"]
+                || path_segments(&p.path) == ["core", "default", "Default", "default"]),
+        Expr::Paren(p) => is_default_call(&p.expr),
+        _ => false,
     }
 }
 
