@@ -432,6 +432,17 @@ fn errors_point_at_the_rust_source() {
         ),
         &["src/lib.rs:10:", "`Node` is recursive"],
     );
+    // kube-derive's KubeSchema takes only structs.
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub m: Mode,\n}}\n#[derive(kube::KubeSchema)]\npub enum Mode {{ A, B }}\n"
+        ),
+        &[
+            "src/lib.rs:10:10:",
+            "#[derive(KubeSchema)] on enum `Mode`",
+            "derive JsonSchema",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

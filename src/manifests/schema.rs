@@ -982,6 +982,14 @@ impl<'a> Builder<'a> {
         env: &Env,
     ) -> Result<Schema, SourceError> {
         let cattrs = self.container_attrs(file, module, &item.attrs)?;
+        if attrs::derives(&item.attrs, "KubeSchema") {
+            return Err(SourceError::at(
+                file,
+                item.ident.span(),
+                format!("#[derive(KubeSchema)] on enum `{}`", item.ident),
+            )
+            .help("kube-derive's KubeSchema takes only structs with named fields (\"Unsupported shape `enum`\"); derive JsonSchema on the enum"));
+        }
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
         }
