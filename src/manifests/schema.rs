@@ -684,6 +684,14 @@ impl<'a> Builder<'a> {
     ) -> Result<Schema, SourceError> {
         let mut cattrs = self.container_attrs(file, module, &item.attrs)?;
         cattrs.kube_schema = attrs::derives(&item.attrs, "KubeSchema");
+        if cattrs.kube_schema && !matches!(item.fields, Fields::Named(_)) {
+            return Err(SourceError::at(
+                file,
+                item.ident.span(),
+                format!("#[derive(KubeSchema)] on `{}`, which has no named fields", item.ident),
+            )
+            .help("kube-derive's KubeSchema takes only structs with named fields; derive JsonSchema here"));
+        }
         cattrs.derives_default = attrs::derives(&item.attrs, "Default");
         cattrs.ident = Some(item.ident.to_string());
         if cattrs.default == DefaultAttr::Default
