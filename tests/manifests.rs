@@ -443,6 +443,15 @@ fn errors_point_at_the_rust_source() {
             "derive JsonSchema",
         ],
     );
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    pub p: Port,\n}}\n#[derive(kube::KubeSchema)]\npub struct Port(u16);\n"
+        ),
+        &[
+            "src/lib.rs:10:12:",
+            "#[derive(KubeSchema)] on `Port`, which has no named fields",
+        ],
+    );
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(
