@@ -452,6 +452,28 @@ fn errors_point_at_the_rust_source() {
             "#[derive(KubeSchema)] on `Port`, which has no named fields",
         ],
     );
+    // Library functions kopgen cannot run, or whose type schemars cannot infer, reported at
+    // the attribute's string.
+    assert_error(
+        &format!(
+            "{header}{derive}{kube}pub struct ESpec {{\n    #[serde(default = \"u8::from_str_radix\")]\n    pub x: u8,\n}}\n"
+        ),
+        &[
+            "src/lib.rs:7:23:",
+            "kopgen cannot fold this library function",
+        ],
+    );
+    for function in ["Vec::new", "Default::default"] {
+        assert_error(
+            &format!(
+                "{header}{derive}{kube}pub struct ESpec {{\n    #[serde(default = \"{function}\")]\n    pub x: Vec<u8>,\n}}\n"
+            ),
+            &[
+                "src/lib.rs:7:23:",
+                "schemars cannot infer the type this function returns",
+            ],
+        );
+    }
     // A HashSet's order is random at run time: only one item has a fixed default.
     assert_error(
         &format!(

@@ -423,10 +423,17 @@ fn is_deprecated(attrs: &[Attribute]) -> bool {
 /// `default` (the type's `Default`) or `default = "path"` (a function).
 fn default_attr(meta: &ParseNestedMeta) -> syn::Result<DefaultAttr> {
     if meta.input.peek(syn::Token![=]) {
-        Ok(DefaultAttr::Path(syn::parse_str(&string_value(meta)?)?))
+        Ok(DefaultAttr::Path(parse_string_value(meta)?))
     } else {
         Ok(DefaultAttr::Default)
     }
+}
+
+/// A string value parsed as Rust (`default = "f"`, `with = "T"`), with the spans of the
+/// string, so that errors about what it names point at the attribute.
+fn parse_string_value<T: syn::parse::Parse>(meta: &ParseNestedMeta) -> syn::Result<T> {
+    let lit: LitStr = meta.value()?.parse()?;
+    lit.parse()
 }
 
 fn string_value(meta: &ParseNestedMeta) -> syn::Result<String> {
@@ -1159,7 +1166,7 @@ pub fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
                 out.skip = true;
                 skip_value(meta)?;
             }
-            "from" | "try_from" => out.from = Some(syn::parse_str(&string_value(meta)?)?),
+            "from" | "try_from" => out.from = Some(parse_string_value(meta)?),
             "into" => {
                 // Serialization only: kube-derive's schema describes deserialization.
                 skip_value(meta)?;
@@ -1226,15 +1233,11 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
             }
             "skip_serializing" => out.skip_serializing = true,
             "skip_deserializing" => out.skip_deserializing = true,
-            "skip_serializing_if" => {
-                out.skip_serializing_if = Some(syn::parse_str(&string_value(meta)?)?)
-            }
+            "skip_serializing_if" => out.skip_serializing_if = Some(parse_string_value(meta)?),
             "flatten" => out.flatten = true,
             "required" if is_schemars => out.required = true,
-            "with" if is_schemars => out.with = Some(syn::parse_str(&string_value(meta)?)?),
-            "schema_with" if is_schemars => {
-                out.schema_with = Some(syn::parse_str(&string_value(meta)?)?)
-            }
+            "with" if is_schemars => out.with = Some(parse_string_value(meta)?),
+            "schema_with" if is_schemars => out.schema_with = Some(parse_string_value(meta)?),
             // schemars reads serde's `with` as a type, after its own `with` and `schema_with`.
             "with" => {
                 let module = string_value(meta)?;

@@ -463,6 +463,21 @@ impl Folder<'_> {
         self.expr(file, module, &expr)
     }
 
+    /// Whether `path` is `Default::default` or a function of a generic library type
+    /// (`Vec::new`), whose type nothing fixes where schemars calls it.
+    fn generic_constructor(&self, module: &str, path: &syn::Path) -> bool {
+        let segments = path_segments(path);
+        let Some((_, ty)) = segments.split_last() else {
+            return false;
+        };
+        match self.index.resolve(module, ty) {
+            Some(Resolved::External(ty)) => {
+                ty == "Default" || ty.ends_with("::Default") || Generic::from_path(&ty).is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// Folds a call of the default function at `path` (written in `module`).
     fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
         let unfoldable =
@@ -493,8 +508,21 @@ impl Folder<'_> {
                 }
                 self.expr(&item_file, &module, expr)
             }
-            Some(Resolved::External(p)) if p.ends_with("::default") || p == "Default::default" => {
-                Err(unfoldable("use `#[serde(default)]` for the type's Default"))
+            // A constructor of a generic library type, or `Default::default`: schemars calls it
+            // where nothing fixes its type, so rustc asks for type annotations.
+            Some(Resolved::External(_)) if self.generic_constructor(module, path) => {
+                Err(unfoldable(
+                    "schemars cannot infer the type this function returns (rustc: type annotations needed)",
+                )
+                .help("use `#[serde(default)]` for the type's Default, or a function of this crate that returns the field's type"))
+            }
+            // A constructor of a library type (`String::new`, `u32::default`,
+            // `Quantity::default`): folded as a call of it.
+            Some(Resolved::External(_)) => {
+                let call: Expr = syn::parse_quote!(#path());
+                self.expr(file, module, &call).map_err(|_| {
+                    unfoldable("kopgen cannot fold this library function; use `#[serde(default)]` for the type's Default")
+                })
             }
             _ => Err(unfoldable("cannot find this default function in the crate")),
         }
