@@ -13,7 +13,7 @@ use super::{
     error::SourceError,
     index::{Index, ItemKind},
     known::Generic,
-    resolve::{Resolved, path_segments},
+    resolve::{Resolved, path_segments, type_args},
     schema::Env,
 };
 
@@ -228,9 +228,7 @@ impl Folder<'_> {
         let Type::Path(p) = ty else {
             return Err(unfoldable());
         };
-        if let Some(ident) = p.path.get_ident()
-            && let Some(binding) = self.env.get(&ident.to_string())
-        {
+        if let Some(binding) = super::schema::bound(self.env, &p.path) {
             let folder = Folder {
                 index: self.index,
                 env: &binding.env,
@@ -243,7 +241,7 @@ impl Folder<'_> {
                     return match generic {
                         Generic::Option => Ok(Value::Null),
                         Generic::Transparent => {
-                            let inner = first_type_arg(&p.path).ok_or_else(unfoldable)?;
+                            let inner = *type_args(&p.path).first().ok_or_else(unfoldable)?;
                             self.type_default(file, module, inner)
                         }
                         Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => {
@@ -303,47 +301,10 @@ impl Folder<'_> {
             ItemKind::Alias(a) => &a.generics,
             _ => return Some(None),
         };
-        let params: Vec<String> = generics
-            .type_params()
-            .map(|p| p.ident.to_string())
-            .collect();
-        if params.is_empty() {
+        if generics.type_params().next().is_none() {
             return Some(None);
         }
-        let args: Vec<&Type> = match &path.segments.last()?.arguments {
-            syn::PathArguments::AngleBracketed(a) => a
-                .args
-                .iter()
-                .filter_map(|arg| match arg {
-                    syn::GenericArgument::Type(t) => Some(t),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        if args.len() != params.len() {
-            return None;
-        }
-        let mut env = Env::default();
-        for (param, arg) in params.into_iter().zip(args) {
-            let bound = match arg {
-                Type::Path(p) => p
-                    .path
-                    .get_ident()
-                    .and_then(|ident| self.env.get(&ident.to_string()))
-                    .cloned(),
-                _ => None,
-            };
-            env.insert(
-                param,
-                bound.unwrap_or_else(|| super::schema::Binding {
-                    ty: arg.clone(),
-                    module: module.to_owned(),
-                    env: std::rc::Rc::new(self.env.clone()),
-                }),
-            );
-        }
-        Some(Some(env))
+        super::schema::bind_generics(generics, &type_args(path), module, self.env).map(Some)
     }
 
     fn item_default(&self, file: &Path, item_index: usize) -> Result<Value, SourceError> {
@@ -973,16 +934,6 @@ fn library_struct(path: &str, given: std::collections::HashMap<String, Value>) -
         }
     }
     Some(Value::Object(object))
-}
-
-fn first_type_arg(path: &syn::Path) -> Option<&Type> {
-    match &path.segments.last()?.arguments {
-        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|arg| match arg {
-            syn::GenericArgument::Type(t) => Some(t),
-            _ => None,
-        }),
-        _ => None,
-    }
 }
 
 /// The value expression of a function body made of one expression (or `return expr;`).

@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 
 use proc_macro2::Span;
-use syn::{Fields, GenericArgument, PathArguments, Type, spanned::Spanned};
+use syn::{Fields, Type, spanned::Spanned};
 
 use super::{
     attrs,
     crd::CustomResource,
     index::{Index, ItemKind},
     known::Generic,
-    resolve::{Resolved, path_segments},
+    resolve::{Resolved, path_segments, type_args},
 };
 
 /// Where a schema path comes from: the deepest field found, else the custom resource.
@@ -67,17 +67,7 @@ fn unwrap(index: &Index, ty: &Type, module: &str, segment: &str) -> Option<(Type
         let Type::Path(p) = &ty else {
             return Some((ty, module));
         };
-        let args: Vec<Type> = match &p.path.segments.last()?.arguments {
-            PathArguments::AngleBracketed(a) => a
-                .args
-                .iter()
-                .filter_map(|g| match g {
-                    GenericArgument::Type(t) => Some(t.clone()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let args: Vec<Type> = type_args(&p.path).into_iter().cloned().collect();
         match index.resolve(&module, &path_segments(&p.path))? {
             Resolved::External(path) => match Generic::from_path(&path) {
                 Some(Generic::Option | Generic::Transparent) => ty = args.first()?.clone(),

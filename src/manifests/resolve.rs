@@ -241,6 +241,21 @@ pub fn path_segments(path: &syn::Path) -> Vec<String> {
     segments
 }
 
+/// The type arguments of a path's last segment (lifetimes and constants left out).
+pub fn type_args(path: &syn::Path) -> Vec<&syn::Type> {
+    match path.segments.last().map(|s| &s.arguments) {
+        Some(syn::PathArguments::AngleBracketed(a)) => a
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::canonical_external;

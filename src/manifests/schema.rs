@@ -9,7 +9,7 @@ use std::{collections::HashMap, path::Path};
 
 use schemars::{Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
-use syn::{Fields, GenericArgument, PathArguments, Type, spanned::Spanned};
+use syn::{Fields, Type, spanned::Spanned};
 
 use super::{
     attrs::{
@@ -19,7 +19,7 @@ use super::{
     error::SourceError,
     index::{FileSet, Index, ItemKind},
     known::{self, Generic},
-    resolve::{Resolved, path_segments},
+    resolve::{Resolved, path_segments, type_args},
 };
 
 /// A type written in some module, with the generic arguments in scope there.
@@ -41,6 +41,44 @@ pub struct Binding {
 
 /// Generic parameters of the item being expanded, bound to the types they were given.
 pub type Env = HashMap<String, Binding>;
+
+/// What a path naming a generic parameter (`T`) stands for in `env`.
+pub fn bound<'e>(env: &'e Env, path: &syn::Path) -> Option<&'e Binding> {
+    env.get(&path.get_ident()?.to_string())
+}
+
+/// The environment of an item with `generics` used with `args`, written in `module` under
+/// `env`: each type parameter bound to the type its argument denotes where it was written.
+/// `None` when the arguments do not match the parameters in number.
+pub fn bind_generics(
+    generics: &syn::Generics,
+    args: &[&Type],
+    module: &str,
+    env: &Env,
+) -> Option<Env> {
+    if generics.type_params().count() != args.len() {
+        return None;
+    }
+    let outer = std::rc::Rc::new(env.clone());
+    Some(
+        generics
+            .type_params()
+            .zip(args)
+            .map(|(param, arg)| {
+                let binding = match arg {
+                    Type::Path(p) => bound(env, &p.path).cloned(),
+                    _ => None,
+                };
+                let binding = binding.unwrap_or_else(|| Binding {
+                    ty: (*arg).clone(),
+                    module: module.to_owned(),
+                    env: outer.clone(),
+                });
+                (param.ident.to_string(), binding)
+            })
+            .collect(),
+    )
+}
 
 /// The generator settings of kube-derive 5's `crd()`.
 pub fn kube_settings() -> SchemaSettings {
@@ -230,7 +268,7 @@ impl<'a> Builder<'a> {
             Folded::Expr(expr) => {
                 let regex = match (&expect, &**expr) {
                     (Expect::Text, syn::Expr::Path(p)) => {
-                        regex_pattern(self.index, module, &super::resolve::path_segments(&p.path))
+                        regex_pattern(self.index, module, &path_segments(&p.path))
                     }
                     _ => None,
                 };
@@ -372,9 +410,7 @@ impl<'a> Builder<'a> {
         scoped: &Scoped,
         path: &syn::Path,
     ) -> Result<Built, SourceError> {
-        if let Some(ident) = path.get_ident()
-            && let Some(binding) = scoped.env.get(&ident.to_string())
-        {
+        if let Some(binding) = bound(scoped.env, path) {
             let binding = binding.clone();
             return self.type_schema(
                 file,
@@ -424,7 +460,10 @@ impl<'a> Builder<'a> {
                 // `NonZero<u16>` is `NonZeroU16`, which schemars implements.
                 let canonical = match (canonical.as_str(), args.as_slice()) {
                     ("std::num::NonZero", [arg]) => self
-                        .primitive_name(arg, scoped)
+                        .primitive_name(&Scoped {
+                            ty: arg,
+                            ..scoped.clone()
+                        })
                         .map_or(canonical, |p| known::non_zero_alias(&p)),
                     _ => canonical,
                 };
@@ -535,27 +574,18 @@ impl<'a> Builder<'a> {
         args: &[&Type],
         scoped: &Scoped,
     ) -> Result<Env, SourceError> {
-        let params: Vec<String> = generics
-            .type_params()
-            .map(|p| p.ident.to_string())
-            .collect();
-        if params.len() != args.len() {
-            return Err(SourceError::at(
+        bind_generics(generics, args, scoped.module, scoped.env).ok_or_else(|| {
+            SourceError::at(
                 file,
                 path.span(),
                 format!(
                     "`{}` takes {} type arguments, {} given",
                     self.index.items[item_index].name,
-                    params.len(),
+                    generics.type_params().count(),
                     args.len()
                 ),
-            ));
-        }
-        let mut env: Env = HashMap::new();
-        for (param, arg) in params.iter().zip(args) {
-            env.insert(param.clone(), self.concrete(arg, scoped));
-        }
-        Ok(env)
+            )
+        })
     }
 
     /// schemars' `_schemars_private_non_optional_json_schema` of an option: the schema of the `T`
@@ -589,9 +619,7 @@ impl<'a> Builder<'a> {
             return Ok(None);
         }
         let path = &p.path;
-        if let Some(ident) = path.get_ident()
-            && let Some(binding) = scoped.env.get(&ident.to_string())
-        {
+        if let Some(binding) = bound(scoped.env, path) {
             let binding = binding.clone();
             return self.option_payload_schema(
                 file,
@@ -641,37 +669,21 @@ impl<'a> Builder<'a> {
     }
 
     /// The primitive a type argument names (`u16`), through generic parameters.
-    fn primitive_name(&self, ty: &Type, scoped: &Scoped) -> Option<String> {
-        let Type::Path(p) = ty else { return None };
-        let ident = p.path.get_ident()?;
-        if let Some(binding) = scoped.env.get(&ident.to_string()) {
-            return self.primitive_name(
-                &binding.ty,
-                &Scoped {
-                    ty: &binding.ty,
-                    module: &binding.module,
-                    env: &binding.env,
-                },
-            );
+    fn primitive_name(&self, scoped: &Scoped) -> Option<String> {
+        let Type::Path(p) = scoped.ty else {
+            return None;
+        };
+        p.path.get_ident()?;
+        if let Some(binding) = bound(scoped.env, &p.path) {
+            return self.primitive_name(&Scoped {
+                ty: &binding.ty,
+                module: &binding.module,
+                env: &binding.env,
+            });
         }
         match self.index.resolve(scoped.module, &path_segments(&p.path))? {
             Resolved::External(name) if !name.contains("::") => Some(name),
             _ => None,
-        }
-    }
-
-    /// Binds a generic argument to the type it denotes where it was written.
-    fn concrete(&self, arg: &Type, scoped: &Scoped) -> Binding {
-        if let Type::Path(p) = arg
-            && let Some(ident) = p.path.get_ident()
-            && let Some(bound) = scoped.env.get(&ident.to_string())
-        {
-            return bound.clone();
-        }
-        Binding {
-            ty: arg.clone(),
-            module: scoped.module.to_owned(),
-            env: std::rc::Rc::new(scoped.env.clone()),
         }
     }
 
@@ -1240,21 +1252,6 @@ fn json_schema_null() -> Schema {
             .cloned()
             .unwrap_or_default(),
     )
-}
-
-/// The type arguments of a path's last segment (lifetimes and constants left out).
-fn type_args(path: &syn::Path) -> Vec<&Type> {
-    match path.segments.last().map(|s| &s.arguments) {
-        Some(PathArguments::AngleBracketed(a)) => a
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
