@@ -274,14 +274,15 @@ pub enum Validation {
 /// (`MAX_LEN`, `LIMIT as u64`), which the schema builder folds with the crate's constants.
 #[derive(Debug, Clone)]
 pub enum Folded {
-    Value(serde_json::Value),
+    /// The value, and where it is written (for an error if it has the wrong type).
+    Value(serde_json::Value, Span),
     Expr(Box<Expr>),
 }
 
 impl Folded {
     fn of(expr: Expr) -> Self {
         match expr_to_json(&expr) {
-            Some(value) => Folded::Value(value),
+            Some(value) => Folded::Value(value, expr.span()),
             None => Folded::Expr(Box::new(expr)),
         }
     }
@@ -289,7 +290,7 @@ impl Folded {
     /// The value, once folded (the builder folds every expression before schemas use it).
     pub fn value(&self) -> Option<&serde_json::Value> {
         match self {
-            Folded::Value(value) => Some(value),
+            Folded::Value(value, _) => Some(value),
             Folded::Expr(_) => None,
         }
     }
@@ -693,7 +694,6 @@ fn validate_regex(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()>
     Ok(())
 }
 
-/// A string literal, or `concat!`-free text of another expression (for error messages).
 /// Folds `json!`-style tokens (literals, `null`, `true`/`false`, `[..]`, `{"k": v, ..}`, `-n`).
 pub fn json_tokens(tokens: &[proc_macro2::TokenTree]) -> Option<serde_json::Value> {
     use proc_macro2::{Delimiter, TokenTree};
@@ -1002,7 +1002,7 @@ fn serde_and_schemars_keys(
     let mut overridden: Vec<String> = Vec::new();
     let mut schemars_attrs = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("schemars")) {
-        let (kept, unset) = split_unset(attr)?;
+        let (kept, unset) = split_unset(attr);
         overridden.extend(unset);
         overridden.extend(
             top_level_keys(&kept)
@@ -1065,30 +1065,20 @@ const SERDE_KEYWORDS: &[&str] = &[
 /// The top-level keys of an attribute's list (`rename` in `#[schemars(rename = "x", extend(..))]`),
 /// read from its tokens so that any value shape is accepted.
 fn top_level_keys(attr: &Attribute) -> Vec<String> {
-    let Ok(list) = attr.meta.require_list() else {
-        return Vec::new();
-    };
-    let mut keys = Vec::new();
-    let mut at_start = true;
-    for token in list.tokens.clone() {
-        match &token {
-            proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => at_start = true,
-            proc_macro2::TokenTree::Ident(ident) if at_start => {
-                keys.push(ident.to_string());
-                at_start = false;
-            }
-            _ => at_start = false,
-        }
-    }
-    keys
+    list_items(attr)
+        .into_iter()
+        .flatten()
+        .filter_map(|item| match item.first() {
+            Some(proc_macro2::TokenTree::Ident(ident)) => Some(ident.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
-/// Splits `#[schemars(!default, rename = "x")]` into the attribute without its `!key` items,
-/// and those keys (schemars' way to drop a serde key).
-fn split_unset(attr: &Attribute) -> syn::Result<(Attribute, Vec<String>)> {
-    let Ok(list) = attr.meta.require_list() else {
-        return Ok((attr.clone(), Vec::new()));
-    };
+/// The tokens of each item of an attribute's list, split at its top-level commas; `None`
+/// when the attribute is not a list.
+fn list_items(attr: &Attribute) -> Option<Vec<Vec<proc_macro2::TokenTree>>> {
+    let list = attr.meta.require_list().ok()?;
     let mut items: Vec<Vec<proc_macro2::TokenTree>> = vec![Vec::new()];
     for token in list.tokens.clone() {
         match &token {
@@ -1100,6 +1090,15 @@ fn split_unset(attr: &Attribute) -> syn::Result<(Attribute, Vec<String>)> {
             }
         }
     }
+    Some(items)
+}
+
+/// Splits `#[schemars(!default, rename = "x")]` into the attribute without its `!key` items,
+/// and those keys (schemars' way to drop a serde key).
+fn split_unset(attr: &Attribute) -> (Attribute, Vec<String>) {
+    let Some(items) = list_items(attr) else {
+        return (attr.clone(), Vec::new());
+    };
     let mut unset = Vec::new();
     let mut kept = proc_macro2::TokenStream::new();
     for item in items {
@@ -1123,13 +1122,13 @@ fn split_unset(attr: &Attribute) -> syn::Result<(Attribute, Vec<String>)> {
         }
     }
     if unset.is_empty() {
-        return Ok((attr.clone(), unset));
+        return (attr.clone(), unset);
     }
     let mut attr = attr.clone();
     if let syn::Meta::List(list) = &mut attr.meta {
         list.tokens = kept;
     }
-    Ok((attr, unset))
+    (attr, unset)
 }
 
 /// Parses serde and schemars attributes of a struct, enum or variant.

@@ -424,6 +424,20 @@ impl Folder<'_> {
         self.expr(file, module, &expr)
     }
 
+    /// Expressions folded into the array serde writes for them (arrays, tuples, `vec![..]`).
+    fn array<'e>(
+        &self,
+        file: &Path,
+        module: &str,
+        elems: impl IntoIterator<Item = &'e Expr>,
+    ) -> Result<Value, SourceError> {
+        elems
+            .into_iter()
+            .map(|e| self.expr(file, module, e))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    }
+
     /// Whether `path` is `Default::default` or a function of a generic library type
     /// (`Vec::new`), whose type nothing fixes where schemars calls it.
     fn generic_constructor(&self, module: &str, path: &syn::Path) -> bool {
@@ -532,20 +546,10 @@ impl Folder<'_> {
                 let target = path_segments(&target.path).join("::");
                 cast(&value, &target).ok_or_else(unfoldable)
             }
-            Expr::Array(a) => a
-                .elems
-                .iter()
-                .map(|e| self.expr(file, module, e))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array),
+            Expr::Array(a) => self.array(file, module, &a.elems),
             // serde writes tuples as arrays, and `()` as null.
             Expr::Tuple(t) if t.elems.is_empty() => Ok(Value::Null),
-            Expr::Tuple(t) => t
-                .elems
-                .iter()
-                .map(|e| self.expr(file, module, e))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array),
+            Expr::Tuple(t) => self.array(file, module, &t.elems),
             Expr::Call(c) => {
                 let Expr::Path(func) = &*c.func else {
                     return Err(unfoldable());
@@ -628,11 +632,7 @@ impl Folder<'_> {
                         syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
                     )
                     .map_err(|_| unfoldable())?;
-                elems
-                    .iter()
-                    .map(|e| self.expr(file, module, e))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(Value::Array)
+                self.array(file, module, &elems)
             }
             Expr::Path(p) => {
                 let segments = path_segments(&p.path);

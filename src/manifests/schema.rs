@@ -233,7 +233,7 @@ impl<'a> Builder<'a> {
                              in this crate, or write #[schemars(regex(pattern = \"...\"))]",
                         )
                     })?;
-                    *validation = Validation::Pattern(Folded::Value(pattern.into()));
+                    *validation = Validation::Pattern(Folded::Value(pattern.into(), *span));
                 }
                 Validation::Range { min, max } => {
                     for bound in [min, max].into_iter().flatten() {
@@ -263,25 +263,25 @@ impl<'a> Builder<'a> {
         value: &mut Folded,
         expect: Expect,
     ) -> Result<(), SourceError> {
-        let folded = match value {
-            Folded::Value(v) => v.clone(),
-            Folded::Expr(expr) => {
-                let regex = match (&expect, &**expr) {
-                    (Expect::Text, syn::Expr::Path(p)) => {
-                        regex_pattern(self.index, module, &path_segments(&p.path))
-                    }
-                    _ => None,
-                };
-                match regex {
-                    Some(pattern) => Value::String(pattern),
-                    None => super::defaults::fold_expr(self.index, file, module, expr).map_err(
-                        |e| {
-                            e.reworded("kopgen cannot fold this attribute value statically")
-                                .help("write a literal, or a constant of this crate (`const MAX: u64 = 63;`) that kopgen can fold")
-                        },
-                    )?,
+        if let Folded::Expr(expr) = value {
+            let span = expr.span();
+            let regex = match (&expect, &**expr) {
+                (Expect::Text, syn::Expr::Path(p)) => {
+                    regex_pattern(self.index, module, &path_segments(&p.path))
                 }
-            }
+                _ => None,
+            };
+            let folded = match regex {
+                Some(pattern) => Value::String(pattern),
+                None => super::defaults::fold_expr(self.index, file, module, expr).map_err(|e| {
+                    e.reworded("kopgen cannot fold this attribute value statically")
+                        .help("write a literal, or a constant of this crate (`const MAX: u64 = 63;`) that kopgen can fold")
+                })?,
+            };
+            *value = Folded::Value(folded, span);
+        }
+        let Folded::Value(folded, span) = value else {
+            return Ok(());
         };
         let fits = match expect {
             Expect::Number => folded.is_number(),
@@ -289,17 +289,12 @@ impl<'a> Builder<'a> {
             Expect::Text => folded.is_string(),
         };
         if !fits {
-            let span = match value {
-                Folded::Expr(expr) => expr.span(),
-                Folded::Value(_) => proc_macro2::Span::call_site(),
-            };
             return Err(SourceError::at(
                 file,
-                span,
+                *span,
                 format!("{folded} is not {}", expect.what()),
             ));
         }
-        *value = Folded::Value(folded);
         Ok(())
     }
 
