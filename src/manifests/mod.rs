@@ -17,6 +17,7 @@ pub mod error;
 pub mod index;
 pub mod k8s_types;
 pub mod known;
+mod library;
 pub mod lint;
 pub mod locate;
 mod plan;
@@ -121,6 +122,13 @@ pub struct Generated {
 /// input; on the default stacks a few thousand nested closures (which the fuzzer found)
 /// overflow. Stacks are reserved address space, touched only as deep as the input goes.
 const STACK_SIZE: usize = 256 << 20;
+
+/// Jobs per render worker that may wait before the deriving thread renders one itself. Only
+/// that thread can derive, so it renders as late as it can: a job it takes while deriving (say
+/// a 200 KB CRD) delays every later kind while the workers may sit idle, whereas the jobs left
+/// at the end are shared by all threads. The bound keeps the derived schemas waiting in memory
+/// in check when rendering is slower than deriving.
+const BACKLOG: usize = 16;
 
 /// Stack reserved per byte of the largest source file for the parsing thread: syn needs up to
 /// about 3 KiB per nesting level (measured on nested parentheses and closures, release build;
@@ -273,10 +281,10 @@ impl Queue {
         }
     }
 
-    /// A job, if more than `workers` are waiting (the workers are behind).
+    /// A job, if more than [`BACKLOG`] per worker are waiting (the workers are far behind).
     fn surplus(&self, workers: usize) -> Option<render::Job> {
         let mut state = self.state.lock().ok()?;
-        if state.jobs.len() > workers {
+        if state.jobs.len() > workers.saturating_mul(BACKLOG) {
             state.jobs.pop_front()
         } else {
             None

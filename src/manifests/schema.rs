@@ -19,6 +19,7 @@ use super::{
     error::SourceError,
     index::{FileSet, Index, ItemKind},
     known::{self, Generic},
+    library::Library,
     resolve::{Resolved, path_segments, type_args},
 };
 
@@ -108,6 +109,8 @@ pub struct Builder<'a> {
     cache: SecondUse<(usize, String), (Schema, FileSet)>,
     /// The same for library types, by canonical path.
     leaves: SecondUse<String, Schema>,
+    /// Library types' schemas, built without schemars' cost of inlining.
+    library: Library,
 }
 
 /// Values kept from their second use on, so that the (common) values used once are never
@@ -151,6 +154,7 @@ impl<'a> Builder<'a> {
             stack: Vec::new(),
             cache: SecondUse::new(),
             leaves: SecondUse::new(),
+            library: Library::default(),
         }
     }
 
@@ -468,7 +472,7 @@ impl<'a> Builder<'a> {
                     if let Some(schema) = self.leaves.get(&canonical) {
                         return Ok(plain(schema.clone()));
                     }
-                    let schema = f(&mut self.generator);
+                    let schema = self.library.schema(f, &mut self.generator);
                     self.leaves.computed(canonical, &schema);
                     return Ok(plain(schema));
                 }
