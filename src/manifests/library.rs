@@ -132,19 +132,37 @@ mod tests {
     use super::*;
     use crate::manifests::schema::kube_settings;
 
-    /// Every k8s-openapi type's schema equals what kube-derive's inlining generator builds.
+    /// The paths a `match` in `source` maps to schema functions (its string patterns).
+    fn paths_in(source: &str, from: &str) -> Vec<String> {
+        let start = source.find(from).unwrap_or_default();
+        let body = &source[start..];
+        let end = body.find("_ => return").unwrap_or(body.len());
+        body[..end]
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('"') && l.contains("=>"))
+            .flat_map(|l| {
+                let patterns = l.split("=>").next().unwrap_or_default();
+                patterns
+                    .split('|')
+                    .map(|p| p.trim().trim_matches('"').to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Every library type's schema (std, chrono, jiff, serde_json, kube and every k8s-openapi
+    /// type) equals what kube-derive's inlining generator builds.
     #[test]
-    fn every_k8s_type_matches_the_inlining_generator() {
+    fn every_library_type_matches_the_inlining_generator() {
+        let k8s = paths_in(include_str!("k8s_types.rs"), "pub fn lookup(");
+        assert_eq!(k8s.len(), super::super::k8s_types::COUNT);
+        let std = paths_in(include_str!("known.rs"), "pub fn leaf(");
+        assert!(std.len() > 60, "{std:?}");
         let mut library = Library::default();
         let mut inlining = SchemaGenerator::new(kube_settings());
-        let paths: Vec<&str> = include_str!("k8s_types.rs")
-            .lines()
-            .filter(|l| l.contains("=> schema_of::<"))
-            .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
-            .collect();
-        assert_eq!(paths.len(), super::super::k8s_types::COUNT);
-        for path in paths {
-            let f = super::super::k8s_types::lookup(path).expect(path);
+        for path in std.iter().chain(&k8s) {
+            let f = super::super::known::leaf(path).expect(path);
             let expected = f(&mut SchemaGenerator::new(kube_settings()));
             assert_eq!(library.schema(f, &mut inlining), expected, "{path}");
         }
