@@ -92,38 +92,68 @@ impl Derived {
     }
 }
 
-/// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does, and
-/// puts the result in the CRD: the render stage of one version.
+/// One version after the generator's transforms: its CRD, and its schema as JSON (the CRD's
+/// `schema` is left out until [`with_schema`] puts it in, or [`super::props`] writes it).
+pub struct Rendered {
+    pub crd: CustomResourceDefinition,
+    /// `None` under `#[kube(schema = "disabled")]`, whose CRD keeps an empty `schema`.
+    pub schema: Option<Value>,
+    pub at: SourceError,
+}
+
+/// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does:
+/// the render stage of one version.
 pub fn render(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
-) -> Result<CustomResourceDefinition, SourceError> {
+) -> Result<Rendered, SourceError> {
     // Under `#[kube(schema = "disabled")]` there is no root, and the version no schema.
-    let open_api_v3_schema = match derived.root.take() {
-        None => None,
+    let schema = match derived.root.take() {
+        None => {
+            if let Some(version) = derived.crd.spec.versions.first_mut() {
+                version.schema = Some(CustomResourceValidation {
+                    open_api_v3_schema: None,
+                });
+            }
+            None
+        }
         Some(mut root) => {
             transforms.apply(&mut root).map_err(|panic| {
                 derived
                     .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
                     .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
             })?;
-            let schema: JSONSchemaProps = serde_json::from_value(root.to_value()).map_err(|e| {
-                derived
-                    .error(format!(
-                        "the derived schema is not a valid JSONSchemaProps ({e}); kube-derive's crd() would panic on it"
-                    ))
-                    .help(
-                        "a field's type has a schema Kubernetes cannot hold (e.g. chrono::TimeDelta, CString);                          give that field `#[schemars(with = \"...\")]` or `schema_with` a type Kubernetes accepts",
-                    )
-            })?;
-            Some(schema)
+            Some(root.to_value())
         }
     };
-    let mut crd = derived.crd;
-    if let Some(version) = crd.spec.versions.first_mut() {
-        version.schema = Some(CustomResourceValidation { open_api_v3_schema });
+    Ok(Rendered {
+        crd: derived.crd,
+        schema,
+        at: derived.at,
+    })
+}
+
+/// A version's schema as `crd()` reads it: through `serde_json::from_value`, whose failure
+/// `crd()` would panic on.
+pub fn typed_schema(schema: Value, at: &SourceError) -> Result<JSONSchemaProps, SourceError> {
+    serde_json::from_value(schema).map_err(|e| {
+        at.reworded(format!(
+            "the derived schema is not a valid JSONSchemaProps ({e}); kube-derive's crd() would panic on it"
+        ))
+        .help(
+            "a field's type has a schema Kubernetes cannot hold (e.g. chrono::TimeDelta, CString); \
+             give that field `#[schemars(with = \"...\")]` or `schema_with` a type Kubernetes accepts",
+        )
+    })
+}
+
+/// Puts `schema` in the version of `crd` named `version`.
+pub fn put_schema(crd: &mut CustomResourceDefinition, version: &str, schema: JSONSchemaProps) {
+    if let Some(v) = crd.spec.versions.iter_mut().find(|v| v.name == version) {
+        v.schema = Some(CustomResourceValidation {
+            open_api_v3_schema: Some(schema),
+        });
     }
-    Ok(crd)
 }
 
 /// One version of one kind: its CRD as `<Kind>::crd()` returns it, but for the transforms of
@@ -428,7 +458,7 @@ pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
 
 /// Serializes a CRD the way `serde_yaml::to_string(&crd)` does: with kopgen's port of its
 /// emitter where that covers the CRD, else with serde_yaml itself.
-pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, String> {
+pub fn to_yaml(crd: &impl serde::Serialize) -> Result<String, String> {
     match super::yaml::to_string(crd) {
         Ok(yaml) => {
             if cfg!(debug_assertions) {

@@ -7,6 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
+use serde_json::{Map, Value};
 
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -82,18 +83,39 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Lints a CRD whose versions hold their schemas.
 pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
+    let schemas: Vec<(String, Value)> = crd
+        .spec
+        .versions
+        .iter()
+        .filter_map(|v| {
+            let schema = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+            Some((v.name.clone(), serde_json::to_value(schema).ok()?))
+        })
+        .collect();
+    check_with(crd, |version| {
+        schemas
+            .iter()
+            .find(|(name, _)| name == version)
+            .and_then(|(_, schema)| schema.as_object())
+    })
+}
+
+/// Lints a CRD whose versions' schemas `schema_of` gives as JSON, by version name: JSON that
+/// reads as a `JSONSchemaProps` (see [`super::props::check`]), so that a keyword present here
+/// is one the typed schema has.
+pub fn check_with<'s>(
+    crd: &CustomResourceDefinition,
+    schema_of: impl Fn(&str) -> Option<&'s Map<String, Value>>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for version in &crd.spec.versions {
         let mut ctx = Ctx {
             version: version.name.clone(),
             findings: &mut findings,
         };
-        let Some(schema) = version
-            .schema
-            .as_ref()
-            .and_then(|s| s.open_api_v3_schema.as_ref())
-        else {
+        let Some(schema) = schema_of(&version.name) else {
             ctx.push(
                 Severity::Warning,
                 "missing-schema",
@@ -103,13 +125,10 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             continue;
         };
         ctx.node(schema, &mut Vec::new(), false);
-        if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
-            let extra = metadata
-                .properties
-                .as_ref()
-                .map(|p| p.keys().any(|k| k != "name" && k != "generateName"))
-                .unwrap_or(false);
-            if extra || metadata.type_.as_deref().is_some_and(|t| t != "object") {
+        if let Some(metadata) = object(schema, "properties").and_then(|p| object(p, "metadata")) {
+            let extra = object(metadata, "properties")
+                .is_some_and(|p| p.keys().any(|k| k != "name" && k != "generateName"));
+            if extra || string(metadata, "type").is_some_and(|t| t != "object") {
                 ctx.push(
                     Severity::Error,
                     "metadata",
@@ -120,6 +139,20 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
         }
     }
     findings
+}
+
+type Schema = Map<String, Value>;
+
+fn object<'s>(schema: &'s Schema, key: &str) -> Option<&'s Schema> {
+    schema.get(key).and_then(Value::as_object)
+}
+
+fn string<'s>(schema: &'s Schema, key: &str) -> Option<&'s str> {
+    schema.get(key).and_then(Value::as_str)
+}
+
+fn is_true(schema: &Schema, key: &str) -> bool {
+    schema.get(key).and_then(Value::as_bool) == Some(true)
 }
 
 struct Ctx<'a> {
@@ -154,10 +187,11 @@ impl Ctx<'_> {
         });
     }
 
-    fn node(&mut self, s: &JSONSchemaProps, path: &mut Vec<String>, in_value_validation: bool) {
-        let preserve = s.x_kubernetes_preserve_unknown_fields == Some(true);
-        let int_or_string = s.x_kubernetes_int_or_string == Some(true);
-        if !in_value_validation && s.type_.is_none() && !preserve && !int_or_string {
+    fn node(&mut self, s: &Schema, path: &mut Vec<String>, in_value_validation: bool) {
+        let preserve = is_true(s, "x-kubernetes-preserve-unknown-fields");
+        let int_or_string = is_true(s, "x-kubernetes-int-or-string");
+        let ty = string(s, "type");
+        if !in_value_validation && ty.is_none() && !preserve && !int_or_string {
             self.push(
                 Severity::Error,
                 "untyped",
@@ -165,14 +199,14 @@ impl Ctx<'_> {
                 "schema has no type".into(),
             );
         }
-        for (present, keyword) in [
-            (s.ref_path.is_some(), "$ref"),
-            (s.definitions.is_some(), "definitions"),
-            (s.pattern_properties.is_some(), "patternProperties"),
-            (s.dependencies.is_some(), "dependencies"),
-            (s.additional_items.is_some(), "additionalItems"),
+        for keyword in [
+            "$ref",
+            "definitions",
+            "patternProperties",
+            "dependencies",
+            "additionalItems",
         ] {
-            if present {
+            if s.contains_key(keyword) {
                 self.push(
                     Severity::Error,
                     "forbidden-keyword",
@@ -181,8 +215,9 @@ impl Ctx<'_> {
                 );
             }
         }
-        if s.properties.as_ref().is_some_and(|p| !p.is_empty()) && s.additional_properties.is_some()
-        {
+        let properties = object(s, "properties");
+        let additional = s.get("additionalProperties");
+        if properties.is_some_and(|p| !p.is_empty()) && additional.is_some() {
             self.push(
                 Severity::Error,
                 "additional-properties-with-properties",
@@ -191,14 +226,14 @@ impl Ctx<'_> {
             );
         }
         if in_value_validation {
-            for (present, key) in [
-                (s.type_.is_some(), "type"),
-                (s.default.is_some(), "default"),
-                (s.nullable.is_some(), "nullable"),
-                (s.additional_properties.is_some(), "additionalProperties"),
-                (s.description.is_some(), "description"),
+            for key in [
+                "type",
+                "default",
+                "nullable",
+                "additionalProperties",
+                "description",
             ] {
-                if present {
+                if s.contains_key(key) {
                     self.push(
                         Severity::Error,
                         "value-validation",
@@ -208,18 +243,16 @@ impl Ctx<'_> {
                 }
             }
         }
-        if let (Some(default), Some(ty)) = (&s.default, &s.type_) {
-            let ok = match ty.as_str() {
-                "string" => default.0.is_string() || (int_or_string && default.0.is_number()),
+        if let (Some(default), Some(ty)) = (s.get("default"), ty) {
+            let ok = match ty {
+                "string" => default.is_string() || (int_or_string && default.is_number()),
                 "integer" => {
-                    default.0.is_i64()
-                        || default.0.is_u64()
-                        || (int_or_string && default.0.is_string())
+                    default.is_i64() || default.is_u64() || (int_or_string && default.is_string())
                 }
-                "number" => default.0.is_number(),
-                "boolean" => default.0.is_boolean(),
-                "array" => default.0.is_array(),
-                "object" => default.0.is_object(),
+                "number" => default.is_number(),
+                "boolean" => default.is_boolean(),
+                "array" => default.is_array(),
+                "object" => default.is_object(),
                 _ => true,
             };
             if !ok {
@@ -227,14 +260,19 @@ impl Ctx<'_> {
                     Severity::Error,
                     "default-type",
                     path.clone(),
-                    format!("default {} is not of type {ty}", default.0),
+                    format!("default {default} is not of type {ty}"),
                 );
             }
         }
-        for rule in s.x_kubernetes_validations.iter().flatten() {
+        let rules = s.get("x-kubernetes-validations").and_then(Value::as_array);
+        for rule in rules
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("rule")?.as_str())
+        {
             let parsed = super::error::catch_panic(|| {
                 cel_parser::Parser::new()
-                    .parse(&rule.rule)
+                    .parse(rule)
                     .map(drop)
                     .map_err(|e| e.to_string())
             });
@@ -244,19 +282,18 @@ impl Ctx<'_> {
                     Severity::Error,
                     "cel",
                     path.clone(),
-                    format!("CEL rule `{}` does not parse: {first}", rule.rule),
+                    format!("CEL rule `{rule}` does not parse: {first}"),
                 );
             }
         }
-        if s.x_kubernetes_list_type.as_deref() == Some("map") {
+        if string(s, "x-kubernetes-list-type") == Some("map") {
             self.list_map(s, path);
         }
-        let is_object = s.type_.as_deref() == Some("object");
-        if is_object
+        if ty == Some("object")
             && !preserve
-            && s.properties.as_ref().is_none_or(|p| p.is_empty())
-            && s.additional_properties.is_none()
-            && s.x_kubernetes_embedded_resource != Some(true)
+            && properties.is_none_or(|p| p.is_empty())
+            && additional.is_none()
+            && !is_true(s, "x-kubernetes-embedded-resource")
         {
             self.push(
                 Severity::Warning,
@@ -265,56 +302,66 @@ impl Ctx<'_> {
                 "object with no properties: the API server prunes all its fields".into(),
             );
         }
-        if let Some(properties) = &s.properties {
-            for (name, child) in properties {
+        for (name, child) in properties.into_iter().flatten() {
+            if let Some(child) = child.as_object() {
                 path.push(name.clone());
                 self.node(child, path, false);
                 path.pop();
             }
         }
-        if let Some(JSONSchemaPropsOrBool::Schema(child)) = &s.additional_properties {
+        if let Some(child) = additional.and_then(Value::as_object) {
             path.push("{*}".into());
             self.node(child, path, false);
             path.pop();
         }
-        match &s.items {
-            Some(JSONSchemaPropsOrArray::Schema(child)) => {
+        match s.get("items") {
+            Some(Value::Object(child)) => {
                 path.push("[*]".into());
                 self.node(child, path, false);
                 path.pop();
             }
-            Some(JSONSchemaPropsOrArray::Schemas(children)) => {
+            Some(Value::Array(children)) => {
                 self.push(
                     Severity::Error,
                     "forbidden-keyword",
                     path.clone(),
                     "tuple `items` (an array of schemas) is not structural".into(),
                 );
-                for child in children {
+                for child in children.iter().filter_map(Value::as_object) {
                     path.push("[*]".into());
                     self.node(child, path, false);
                     path.pop();
                 }
             }
-            None => {}
+            _ => {}
         }
-        for branch in [&s.any_of, &s.one_of, &s.all_of].into_iter().flatten() {
-            for child in branch {
+        for branch in ["anyOf", "oneOf", "allOf"] {
+            let children = s.get(branch).and_then(Value::as_array);
+            for child in children.into_iter().flatten().filter_map(Value::as_object) {
                 // The API server allows `anyOf: [{type: integer}, {type: string}]` under
                 // int-or-string; nothing else may carry a type inside a value validation.
-                if int_or_string && child.properties.is_none() && child.type_.is_some() {
+                if int_or_string && !child.contains_key("properties") && child.contains_key("type")
+                {
                     continue;
                 }
                 self.node(child, path, true);
             }
         }
-        if let Some(not) = &s.not {
+        if let Some(not) = object(s, "not") {
             self.node(not, path, true);
         }
     }
 
-    fn list_map(&mut self, s: &JSONSchemaProps, path: &[String]) {
-        let keys = s.x_kubernetes_list_map_keys.clone().unwrap_or_default();
+    fn list_map(&mut self, s: &Schema, path: &[String]) {
+        let strings = |schema: &Schema, key: &str| -> Vec<String> {
+            let list = schema.get(key).and_then(Value::as_array);
+            list.into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        };
+        let keys = strings(s, "x-kubernetes-list-map-keys");
         if keys.is_empty() {
             self.push(
                 Severity::Error,
@@ -324,7 +371,7 @@ impl Ctx<'_> {
             );
             return;
         }
-        let Some(JSONSchemaPropsOrArray::Schema(items)) = &s.items else {
+        let Some(items) = object(s, "items") else {
             self.push(
                 Severity::Error,
                 "list-map-keys",
@@ -333,9 +380,9 @@ impl Ctx<'_> {
             );
             return;
         };
-        let required = items.required.clone().unwrap_or_default();
+        let required = strings(items, "required");
         for key in keys {
-            match items.properties.as_ref().and_then(|p| p.get(&key)) {
+            match object(items, "properties").and_then(|p| object(p, &key)) {
                 None => self.push(
                     Severity::Error,
                     "list-map-keys",
@@ -344,7 +391,7 @@ impl Ctx<'_> {
                 ),
                 Some(prop) => {
                     if !matches!(
-                        prop.type_.as_deref(),
+                        string(prop, "type"),
                         Some("string" | "integer" | "boolean" | "number")
                     ) {
                         self.push(
@@ -354,7 +401,7 @@ impl Ctx<'_> {
                             format!("list-map key `{key}` is not a scalar"),
                         );
                     }
-                    if !required.contains(&key) && prop.default.is_none() {
+                    if !required.contains(&key) && !prop.contains_key("default") {
                         self.push(
                             Severity::Error,
                             "list-map-keys",

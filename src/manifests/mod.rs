@@ -21,6 +21,7 @@ mod library;
 pub mod lint;
 pub mod locate;
 mod plan;
+mod props;
 pub mod render;
 pub mod resolve;
 pub mod schema;

@@ -8,7 +8,7 @@ use super::{
     HEADER, Options, Output,
     crd::{self, Derived},
     error::SourceError,
-    lint,
+    lint, props,
     transform::Transforms,
 };
 
@@ -69,15 +69,41 @@ pub fn render(
         .map(|d| (d.version().to_owned(), d.at.clone()))
         .collect();
     let mut crds = Vec::with_capacity(versions.len());
+    let mut schemas = Vec::with_capacity(versions.len());
     let mut errors = Vec::new();
     for derived in versions {
         match crd::render(derived, transforms) {
-            Ok(crd) => crds.push(crd),
+            Ok(rendered) => {
+                let version = rendered.crd.spec.versions.first().map(|v| v.name.clone());
+                if let (Some(version), Some(schema)) = (version, rendered.schema) {
+                    schemas.push((version, schema, rendered.at));
+                }
+                crds.push(rendered.crd);
+            }
             Err(e) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         return Err(errors);
+    }
+    // Schemas that read as `JSONSchemaProps` are linted and written from their JSON; otherwise
+    // (or to truncate descriptions) every version takes `crd()`'s typed round trip, which
+    // reports the schemas it cannot read.
+    let direct = options.max_desc_len.is_none()
+        && schemas
+            .iter()
+            .all(|(_, schema, _)| schema.as_object().is_some_and(props::check));
+    let mut typed = Vec::new();
+    if !direct {
+        for (version, schema, at) in std::mem::take(&mut schemas) {
+            match crd::typed_schema(schema, &at) {
+                Ok(schema) => typed.push((version, schema)),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
     }
     let kind = crds
         .first()
@@ -110,15 +136,46 @@ pub fn render(
             }
         }
     };
-    if let Some(max) = options.max_desc_len {
-        lint::truncate_descriptions(&mut merged, max);
-    }
-    let findings = if options.lint {
-        lint::check(&merged)
+    let (findings, yaml) = if direct {
+        let json: Vec<(String, &serde_json::Map<String, serde_json::Value>)> = schemas
+            .iter()
+            .filter_map(|(version, schema, _)| Some((version.clone(), schema.as_object()?)))
+            .collect();
+        let findings = if options.lint {
+            lint::check_with(&merged, |version| {
+                json.iter().find(|(v, _)| v == version).map(|(_, s)| *s)
+            })
+        } else {
+            Vec::new()
+        };
+        let crd = props::Crd {
+            crd: &merged,
+            schemas: &json,
+        };
+        let yaml = crd::to_yaml(&crd).map_err(|e| vec![first_at.reworded(e)])?;
+        if cfg!(debug_assertions) {
+            assert_eq!(
+                yaml,
+                typed_yaml(&merged, &schemas),
+                "the JSON schema writer departs from the typed CRD"
+            );
+        }
+        (findings, yaml)
     } else {
-        Vec::new()
+        for (version, schema) in typed {
+            crd::put_schema(&mut merged, &version, schema);
+        }
+        if let Some(max) = options.max_desc_len {
+            lint::truncate_descriptions(&mut merged, max);
+        }
+        let findings = if options.lint {
+            lint::check(&merged)
+        } else {
+            Vec::new()
+        };
+        let yaml = crd::to_yaml(&merged).map_err(|e| vec![first_at.reworded(e)])?;
+        (findings, yaml)
     };
-    let yaml = crd::to_yaml(&merged).map_err(|e| vec![first_at.reworded(e)])?;
     Ok(Rendered {
         position: job.position,
         output: Output {
@@ -128,4 +185,19 @@ pub fn render(
         crd_name: merged.metadata.name.clone().unwrap_or_default(),
         findings,
     })
+}
+
+/// The CRD as `crd()` builds it, with typed schemas, written: what the JSON writer must equal
+/// (checked in debug builds, so by every test).
+fn typed_yaml(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    schemas: &[(String, serde_json::Value, SourceError)],
+) -> String {
+    let mut crd = crd.clone();
+    for (version, schema, at) in schemas {
+        if let Ok(schema) = crd::typed_schema(schema.clone(), at) {
+            crd::put_schema(&mut crd, version, schema);
+        }
+    }
+    crd::to_yaml(&crd).unwrap_or_default()
 }
