@@ -486,6 +486,23 @@ mod tests {
         );
     }
 
+    /// The schemas kube-derive's generator makes take the JSON path: `PodTemplateSpec`'s, with
+    /// every transform `crd()` runs, is accepted and writes as its typed tree.
+    #[test]
+    fn generated_schemas_are_accepted() {
+        use k8s_openapi::api::core::v1::PodTemplateSpec;
+        let generator = schemars::SchemaGenerator::new(crate::manifests::schema::kube_settings());
+        let schema = generator
+            .into_root_schema_for::<PodTemplateSpec>()
+            .to_value();
+        let map = schema.as_object().expect("object");
+        assert!(check(map));
+        assert_eq!(
+            crate::manifests::yaml::to_string(&Props(map)).ok(),
+            typed(&schema)
+        );
+    }
+
     /// What the typed round trip reads differently, or cannot read, is left to it.
     #[test]
     fn other_shapes_are_left_to_the_typed_round_trip() {
