@@ -93,8 +93,8 @@ impl Derived {
 }
 
 /// One version after the generator's transforms: its CRD, and its schema as JSON (the CRD's
-/// `schema` is left out until [`with_schema`] puts it in, or [`super::props`] writes it).
-pub struct Rendered {
+/// `schema` is left out until [`put_schema`] puts it in, or [`super::props`] writes it).
+pub struct Transformed {
     pub crd: CustomResourceDefinition,
     /// `None` under `#[kube(schema = "disabled")]`, whose CRD keeps an empty `schema`.
     pub schema: Option<Value>,
@@ -106,7 +106,7 @@ pub struct Rendered {
 pub fn render(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
-) -> Result<Rendered, SourceError> {
+) -> Result<Transformed, SourceError> {
     // Under `#[kube(schema = "disabled")]` there is no root, and the version no schema.
     let schema = match derived.root.take() {
         None => {
@@ -126,7 +126,7 @@ pub fn render(
             Some(root.to_value())
         }
     };
-    Ok(Rendered {
+    Ok(Transformed {
         crd: derived.crd,
         schema,
         at: derived.at,

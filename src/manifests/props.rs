@@ -299,6 +299,16 @@ pub struct Crd<'a> {
     pub schemas: &'a [(String, &'a Map<String, Value>)],
 }
 
+impl<'a> Crd<'a> {
+    /// The schema of the version named `version`, if it has one.
+    pub fn schema_of(&self, version: &str) -> Option<&'a Map<String, Value>> {
+        self.schemas
+            .iter()
+            .find(|(name, _)| name == version)
+            .map(|(_, schema)| *schema)
+    }
+}
+
 impl Serialize for Crd<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let crd = self.crd;
@@ -342,12 +352,7 @@ impl Serialize for Spec<'_> {
             .iter()
             .map(|version| Version {
                 version,
-                schema: self
-                    .0
-                    .schemas
-                    .iter()
-                    .find(|(name, _)| *name == version.name)
-                    .map(|(_, schema)| *schema),
+                schema: self.0.schema_of(&version.name),
             })
             .collect();
         state.serialize_field("versions", &versions)?;

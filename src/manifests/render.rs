@@ -141,16 +141,14 @@ pub fn render(
             .iter()
             .filter_map(|(version, schema, _)| Some((version.clone(), schema.as_object()?)))
             .collect();
-        let findings = if options.lint {
-            lint::check_with(&merged, |version| {
-                json.iter().find(|(v, _)| v == version).map(|(_, s)| *s)
-            })
-        } else {
-            Vec::new()
-        };
         let crd = props::Crd {
             crd: &merged,
             schemas: &json,
+        };
+        let findings = if options.lint {
+            lint::check_with(&merged, |version| crd.schema_of(version))
+        } else {
+            Vec::new()
         };
         let yaml = crd::to_yaml(&crd).map_err(|e| vec![first_at.reworded(e)])?;
         if cfg!(debug_assertions) {
