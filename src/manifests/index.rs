@@ -517,35 +517,109 @@ impl Index {
     /// Fills in the bodies of `file` from `parsed`, its syntax tree, if the file still has the
     /// structure the index was built from; otherwise marks the index broken and returns false.
     pub fn load_parsed(&self, file: usize, module: &str, parsed: syn::File) -> bool {
-        if let Some(pending) = self.pending.get(file) {
-            pending.borrow_mut().take();
-        }
-        let mut scratch = Index::default();
-        let mut hasher = Xxh3::new();
-        let mut added = Added::default();
-        scratch.add_items(module, parsed.items, file, &mut hasher, &mut added);
-        let range = self.file_items[file].clone();
-        let matches = hasher.digest() == self.structure[file]
-            && added.items.len() == range.len()
-            && added
+        let path = self.files.get(file).cloned().unwrap_or_default();
+        let (part, bodies) = split_file(&path, module, parsed, file);
+        let Some(range) = self.file_items.get(file).cloned() else {
+            self.broken.set(true);
+            return false;
+        };
+        let matches = self.structure.get(file) == Some(&part.hash)
+            && part.items.len() == range.len()
+            && part
                 .items
                 .iter()
-                .zip(&self.items[range.clone()])
+                .zip(&self.items[range])
                 .all(|(a, b)| a.name == b.name && a.tag == b.tag && a.module == b.module);
         if !matches {
+            if let Some(pending) = self.pending.get(file) {
+                pending.borrow_mut().take();
+            }
             self.broken.set(true);
             return false;
         }
-        for (cell, body) in self.bodies[range].iter().zip(added.bodies) {
+        self.fill(file, bodies)
+    }
+
+    /// Fills in the bodies of `file`, parsed on this thread into `bodies` by [`split_file`] from
+    /// the text whose [`FilePart`] the index was built with.
+    pub fn fill(&self, file: usize, bodies: FileBodies) -> bool {
+        if let Some(pending) = self.pending.get(file) {
+            pending.borrow_mut().take();
+        }
+        let range = match self.file_items.get(file) {
+            Some(range) if range.len() == bodies.bodies.len() => range.clone(),
+            _ => {
+                self.broken.set(true);
+                return false;
+            }
+        };
+        for (cell, body) in self.bodies[range].iter().zip(bodies.bodies) {
             let _ = cell.set(body);
         }
-        for (key, body) in added.default_impls {
-            if let Some(slot) = self.default_impls.get(&key) {
+        // The last `impl Default` of a name counts, as when the index is built in one go.
+        for (key, body) in bodies.default_impls.into_iter().rev() {
+            if let Some(slot) = self.default_impls.get(&key)
+                && slot.file == file
+            {
                 let _ = slot.body.set(body);
             }
         }
         true
     }
+
+    /// The items `file` declares.
+    pub fn items_of(&self, file: usize) -> Range<usize> {
+        self.file_items.get(file).cloned().unwrap_or_default()
+    }
+}
+
+/// What one parsed file adds to the index besides its item bodies: names, `use`
+/// declarations, modules. Unlike syntax trees, it can move between threads, so each thread of
+/// a run can parse some files and still resolve names across all of them.
+#[derive(Debug, Clone)]
+pub struct FilePart {
+    path: PathBuf,
+    /// The modules the file adds to, with their `use`s and children (no items).
+    modules: HashMap<String, Module>,
+    items: Vec<IndexedItem>,
+    default_impls: Vec<(String, String)>,
+    hash: u64,
+}
+
+/// The item bodies of one parsed file, which stay on the thread that parsed it.
+pub struct FileBodies {
+    bodies: Vec<ItemKind>,
+    default_impls: Vec<((String, String), syn::ImplItemFn)>,
+}
+
+/// Splits parsed file number `file` (of module `module`) into what every thread needs and the
+/// bodies that stay here.
+pub fn split_file(
+    path: &Path,
+    module: &str,
+    parsed: syn::File,
+    file: usize,
+) -> (FilePart, FileBodies) {
+    let mut scratch = Index::default();
+    let mut hasher = Xxh3::new();
+    let mut added = Added::default();
+    scratch.add_items(module, parsed.items, file, &mut hasher, &mut added);
+    let part = FilePart {
+        path: path.to_path_buf(),
+        modules: scratch.modules,
+        items: added.items,
+        default_impls: added
+            .default_impls
+            .iter()
+            .map(|(key, _)| key.clone())
+            .collect(),
+        hash: hasher.digest(),
+    };
+    let bodies = FileBodies {
+        bodies: added.bodies,
+        default_impls: added.default_impls,
+    };
+    (part, bodies)
 }
 
 /// The index without item bodies, as an incremental run stores it.
@@ -557,6 +631,50 @@ pub struct Structure {
     pub default_impls: Vec<(String, String, usize)>,
     pub file_items: Vec<(usize, usize)>,
     pub hashes: Vec<u64>,
+}
+
+impl Structure {
+    /// The structure of the files whose parts `parts` holds, in file order: the names
+    /// [`Index::add_file`] would give them one after the other.
+    pub fn from_parts<'p>(parts: impl IntoIterator<Item = &'p FilePart>) -> Self {
+        let mut structure = Self::default();
+        for (file, part) in parts.into_iter().enumerate() {
+            structure.files.push(part.path.clone());
+            for (name, added) in &part.modules {
+                let module = structure.modules.entry(name.clone()).or_default();
+                module
+                    .uses
+                    .extend(added.uses.iter().map(|(k, v)| (k.clone(), v.clone())));
+                module.globs.extend(added.globs.iter().cloned());
+                module.children.extend(added.children.iter().cloned());
+                module
+                    .test_children
+                    .extend(added.test_children.iter().cloned());
+            }
+            let start = structure.items.len();
+            for item in &part.items {
+                let at = structure.items.len();
+                structure
+                    .modules
+                    .entry(item.module.clone())
+                    .or_default()
+                    .items
+                    .insert(item.name.clone(), at);
+                structure.items.push(IndexedItem {
+                    file,
+                    ..item.clone()
+                });
+            }
+            structure.file_items.push((start, structure.items.len()));
+            structure.default_impls.extend(
+                part.default_impls
+                    .iter()
+                    .map(|(module, name)| (module.clone(), name.clone(), file)),
+            );
+            structure.hashes.push(part.hash);
+        }
+        structure
+    }
 }
 
 /// The attributes of the items the index reads.
@@ -681,4 +799,89 @@ pub fn module_of(src_root: &Path, file: &Path) -> String {
         module.push_str(&part.replace('-', "_"));
     }
     module
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifests::discover;
+
+    /// The structure as the index keeps it, in a form that compares (maps sorted).
+    fn comparable(structure: &Structure) -> String {
+        let mut modules: Vec<_> = structure.modules.iter().collect();
+        modules.sort_by_key(|(name, _)| *name);
+        let modules: Vec<String> = modules
+            .into_iter()
+            .map(|(name, m)| {
+                let mut items: Vec<_> = m.items.iter().collect();
+                items.sort();
+                let mut uses: Vec<_> = m.uses.iter().collect();
+                uses.sort();
+                format!(
+                    "{name}: {items:?} {uses:?} {:?} {:?} {:?}",
+                    m.globs, m.children, m.test_children
+                )
+            })
+            .collect();
+        let mut default_impls = structure.default_impls.clone();
+        default_impls.sort();
+        format!(
+            "{:?}\n{:?}\n{modules:#?}\n{default_impls:?}\n{:?}\n{:?}",
+            structure.files, structure.items, structure.file_items, structure.hashes
+        )
+    }
+
+    /// Files parsed apart (as the threads of a run parse them) and put together give the
+    /// index that adding them one after the other gives, for the fixture corpus and for a
+    /// crate whose modules span files (`use`, globs, `#[cfg(test)]` modules, `impl Default`).
+    #[test]
+    fn parts_put_together_equal_files_added_in_turn() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        for dir in ["crds", "crate/src"] {
+            let sources = discover::sources(&[root.join(dir)]).expect("fixtures");
+            let mut index = Index::default();
+            let mut parts = Vec::new();
+            for (file, source) in sources.iter().enumerate() {
+                let parsed = parse_file(&source.path, &source.text).expect("fixture parses");
+                index.add_file(&source.path, &source.module, parsed.clone());
+                parts.push(split_file(&source.path, &source.module, parsed, file).0);
+            }
+            assert_eq!(
+                comparable(&Structure::from_parts(&parts)),
+                comparable(&index.structure()),
+                "{dir}"
+            );
+        }
+    }
+
+    /// A name declared twice keeps its last declaration, whether the index is built in one
+    /// go or from a structure with its files filled in later.
+    #[test]
+    fn the_last_impl_default_counts_when_filled_in() {
+        let first = "pub struct A { pub n: u32 }\nimpl Default for A { fn default() -> Self { A { n: 1 } } }\n";
+        let second = "impl Default for A { fn default() -> Self { A { n: 2 } } }\nimpl Default for A { fn default() -> Self { A { n: 3 } } }\n";
+        let sources = [("src/a.rs", first), ("src/b.rs", second)];
+        let mut whole = Index::default();
+        let mut parts = Vec::new();
+        let mut bodies = Vec::new();
+        for (file, (path, text)) in sources.iter().enumerate() {
+            let parsed = syn::parse_file(text).expect("parses");
+            whole.add_file(Path::new(path), "crate", parsed.clone());
+            let (part, body) = split_file(Path::new(path), "crate", parsed, file);
+            parts.push(part);
+            bodies.push(body);
+        }
+        let texts = vec![(String::new(), String::new()); 2];
+        let filled = Index::from_structure(Structure::from_parts(&parts), texts).expect("valid");
+        for (file, body) in bodies.into_iter().enumerate() {
+            assert!(filled.fill(file, body));
+        }
+        let body = |index: &Index| {
+            index
+                .default_impl("crate", "A")
+                .map(|f| quote::quote!(#f).to_string())
+        };
+        assert!(body(&whole).is_some_and(|b| b.contains("n : 3")));
+        assert_eq!(body(&filled), body(&whole));
+    }
 }

@@ -5,7 +5,8 @@
 //! type's schema as schemars' derive would (with [`known`] library schemas and [`defaults`]
 //! folded statically), [`crd`] assembles and merges the CRDs as kube-derive does, and
 //! [`yaml`] writes them as serde_yaml would. [`cache`] keeps a run's work so that the next one
-//! derives only the CRDs an edit can have changed.
+//! derives only the CRDs an edit can have changed. A run from scratch spreads the files and
+//! kinds over every core (`full_run`).
 
 pub mod attrs;
 pub mod cache;
@@ -14,6 +15,7 @@ pub mod crd;
 pub mod defaults;
 pub mod discover;
 pub mod error;
+mod full_run;
 pub mod index;
 pub mod k8s_types;
 pub mod known;
@@ -36,8 +38,8 @@ use crate::manifests::{
     error::ManifestError,
     index::{Index, ItemKind},
     plan::{
-        Planned, Record, Recorded, changed_files, incremental_index, new_state, plan_full,
-        plan_incremental, unchanged,
+        Planned, Record, Recorded, changed_files, incremental_index, new_state, plan_incremental,
+        unchanged,
     },
 };
 
@@ -145,8 +147,8 @@ pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
-    on_derive_thread(sources, |sources| {
-        derive_and_render(sources, options, None).map(|(generated, _)| generated)
+    on_derive_thread(sources, |sources, stack| {
+        derive_and_render(sources, options, None, stack).map(|(generated, _)| generated)
     })
 }
 
@@ -168,8 +170,8 @@ pub fn generate_cached(
         return Ok(generated);
     }
     let record = Record { key, fingerprint };
-    let (generated, state) = on_derive_thread(sources, move |sources| {
-        derive_and_render(sources, options, Some((record, previous)))
+    let (generated, state) = on_derive_thread(sources, move |sources, stack| {
+        derive_and_render(sources, options, Some((record, previous)), stack)
     })?;
     if let Some((state, appended)) = state {
         cache::store(cache_file, state, &appended, &generated.outputs);
@@ -177,10 +179,11 @@ pub fn generate_cached(
     Ok(generated)
 }
 
-/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold.
+/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold, and tells
+/// it that stack's size (0 when no thread could start and `work` runs on the caller's).
 fn on_derive_thread<T: Send>(
     sources: &[discover::Source],
-    work: impl FnOnce(&[discover::Source]) -> Result<T, ManifestError> + Send,
+    work: impl FnOnce(&[discover::Source], usize) -> Result<T, ManifestError> + Send,
 ) -> Result<T, ManifestError> {
     let largest = sources
         .iter()
@@ -194,13 +197,13 @@ fn on_derive_thread<T: Send>(
     // source (thousands of nesting levels).
     let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
     let work = std::sync::Mutex::new(Some(work));
-    let run = || {
+    let run = |stack: usize| {
         let work = work
             .lock()
             .ok()
             .and_then(|mut w| w.take())
             .ok_or_else(|| ManifestError::Other("the derive thread ran twice".into()))?;
-        work(sources)
+        work(sources, stack)
     };
     std::thread::scope(|scope| {
         let mut started = None;
@@ -208,7 +211,7 @@ fn on_derive_thread<T: Send>(
             if let Ok(handle) = std::thread::Builder::new()
                 .name("kopgen-derive".into())
                 .stack_size(size)
-                .spawn_scoped(scope, run)
+                .spawn_scoped(scope, move || run(size))
             {
                 started = Some(handle);
                 break;
@@ -216,11 +219,14 @@ fn on_derive_thread<T: Send>(
         }
         started
             // No thread could start (a process limit): run here, on this thread's stack.
-            .map_or_else(run, |handle| {
-                handle
-                    .join()
-                    .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
-            })
+            .map_or_else(
+                || run(0),
+                |handle| {
+                    handle
+                        .join()
+                        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+                },
+            )
     })
 }
 
@@ -293,18 +299,18 @@ impl Queue {
     }
 }
 
-/// Derives and renders every CRD; with `cached`, reuses what it can of the previous state and
-/// returns the new one. An incremental attempt that fails in any way is repeated in full, so
-/// errors and output are always those of a full run.
+/// Derives and renders every CRD, on threads with stacks of `stack` bytes; with `cached`,
+/// reuses what it can of the previous state and returns the new one. An incremental attempt
+/// that fails in any way is repeated in full, so errors and output are always those of a full
+/// run.
 fn derive_and_render(
     sources: &[discover::Source],
     options: &Options,
     cached: Option<(Record, Option<cache::State>)>,
+    stack: usize,
 ) -> Result<(Generated, Option<(cache::State, String)>), ManifestError> {
     let Some((record, previous)) = cached else {
-        let index = index_sources(sources)?;
-        let kinds = plan_full(&index)?;
-        return derive_planned(&index, kinds, (&[], 0), options, false).map(|(g, _)| (g, None));
+        return full_run::derive_all(sources, options, false, stack).map(|(g, _)| (g, None));
     };
     if let Some(mut previous) = previous
         && let Some(changed) = changed_files(&previous, &record)
@@ -323,20 +329,27 @@ fn derive_and_render(
         {
             return Ok((
                 generated,
-                Some(new_state(&index, record, recorded, previous.blob_len)),
+                Some(new_state(
+                    index.structure(),
+                    record,
+                    recorded,
+                    previous.blob_len,
+                )),
             ));
         }
     }
-    let index = index_sources(sources)?;
-    let kinds = plan_full(&index)?;
-    let (generated, recorded) = derive_planned(&index, kinds, (&[], 0), options, true)?;
-    Ok((generated, Some(new_state(&index, record, recorded, 0))))
+    let (generated, recorded) = full_run::derive_all(sources, options, true, stack)?;
+    let (structure, recorded) =
+        recorded.ok_or_else(|| ManifestError::Other("a recording run recorded nothing".into()))?;
+    Ok((generated, Some(new_state(structure, record, recorded, 0))))
 }
 
-/// Two stages overlap: this thread derives each kind's schemas from the syntax trees (which
-/// cannot leave it), and worker threads render the kinds already derived (transforms, merge,
-/// lint, YAML). Results are ordered by kind, so the output is the same whatever thread rendered
-/// what. With `record`, also returns each kind as the cache keeps it, with the files it read.
+/// An incremental run's kinds (a run from scratch is [`full_run`]'s). The index holds the last
+/// run's names and parses files lazily on this thread, so two stages overlap: this thread
+/// derives each kind's schemas from the syntax trees (which cannot leave it), and worker
+/// threads render the kinds already derived (transforms, merge, lint, YAML). Results are
+/// ordered by kind, so the output is the same whatever thread rendered what. With `record`,
+/// also returns each kind as the cache keeps it, with the files it read.
 fn derive_planned(
     index: &Index,
     kinds: Vec<Planned<'_>>,
@@ -370,8 +383,7 @@ fn derive_planned(
         };
         let mut errors = Vec::new();
         let mut builder = schema::Builder::new(index);
-        // Kinds this thread renders itself when the workers fall behind: rendering a large CRD
-        // can take longer than deriving the next few.
+        // Kinds this thread renders itself when the workers fall far behind (see `BACKLOG`).
         let mut transforms = transform::Transforms::default();
         let mut here = Vec::new();
         for (position, planned) in kinds.iter().enumerate() {
@@ -430,81 +442,138 @@ fn derive_planned(
         errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         return Err(ManifestError::Many(errors));
     }
-    let mut done: Vec<Option<render::Rendered>> = {
-        let mut slots: Vec<Option<render::Rendered>> = (0..kinds.len()).map(|_| None).collect();
-        for r in done {
-            let position = r.position;
-            if let Some(slot) = slots.get_mut(position) {
-                *slot = Some(r);
-            }
+    let mut slots: Vec<Option<render::Rendered>> = (0..kinds.len()).map(|_| None).collect();
+    for r in done {
+        let position = r.position;
+        if let Some(slot) = slots.get_mut(position) {
+            *slot = Some(r);
         }
-        slots
-    };
+    }
+    let mut results = Vec::with_capacity(kinds.len());
+    for (position, planned) in kinds.iter().enumerate() {
+        results.push(match planned {
+            Planned::Reuse(kind) => Slot::Reuse(kind),
+            Planned::Derive(versions) => {
+                let Some(r) = slots.get_mut(position).and_then(Option::take) else {
+                    return Err(ManifestError::Other(
+                        "a kind was derived but not rendered".into(),
+                    ));
+                };
+                Slot::Derived(Box::new(finish(
+                    index,
+                    versions,
+                    &deps[position],
+                    r,
+                    record,
+                )))
+            }
+        });
+    }
+    assemble(results, previous_blob, blob_start, record)
+}
+
+/// One kind of a run, rendered and located: what [`assemble`] puts in order.
+struct Finished {
+    output: Output,
+    findings: Vec<Located>,
+    /// The kind as the cache keeps it (its place in the blob is set by [`assemble`]).
+    cached: Option<cache::Kind>,
+}
+
+/// Locates a rendered kind's lint findings in the source (on the thread that derived it: spans
+/// are read where they were parsed) and, with `record`, describes it for the cache. `deps` are
+/// the files its derivation read; locating reads source too, and those files count as well.
+fn finish(
+    index: &Index,
+    versions: &[CustomResource],
+    deps: &index::FileSet,
+    r: render::Rendered,
+    record: bool,
+) -> Finished {
+    index.take_touched();
+    index.merge_touched(deps);
+    let mut located = Vec::with_capacity(r.findings.len());
+    for finding in r.findings {
+        let Some(cr) = versions
+            .iter()
+            .find(|cr| cr.version() == finding.version)
+            .or_else(|| versions.first())
+        else {
+            continue;
+        };
+        let (file, span) = locate::locate(index, cr, &finding.path);
+        let start = span.start();
+        located.push(Located {
+            crd: r.crd_name.clone(),
+            file,
+            line: start.line,
+            column: start.column + 1,
+            finding,
+        });
+    }
+    let cached = record.then(|| {
+        let first = versions.first();
+        cache::Kind {
+            group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
+            kind: first.map(|cr| cr.kind().to_owned()).unwrap_or_default(),
+            versions: versions
+                .iter()
+                .map(|cr| (cr.item, cr.version().to_owned()))
+                .collect(),
+            deps: index.take_touched(),
+            path: r.output.path.clone(),
+            start: 0,
+            len: r.output.contents.len(),
+            hash: cache::content_hash(&r.output.contents),
+            crd_name: r.crd_name.clone(),
+            findings: located.iter().map(cache::Finding::from_located).collect(),
+        }
+    });
+    Finished {
+        output: r.output,
+        findings: located,
+        cached,
+    }
+}
+
+/// One kind's result, in the run's order.
+enum Slot<'s> {
+    Reuse(&'s cache::Kind),
+    Derived(Box<Finished>),
+}
+
+/// The outputs and findings of a run's kinds, in order; with `record`, the kinds as the cache
+/// keeps them, the new outputs placed after the previous blob's `blob_start` bytes.
+fn assemble(
+    kinds: Vec<Slot<'_>>,
+    previous_blob: &[u8],
+    blob_start: usize,
+    record: bool,
+) -> Result<(Generated, Recorded), ManifestError> {
     let mut outputs = Vec::with_capacity(kinds.len());
     let mut findings = Vec::new();
     let mut cached = Vec::new();
     let mut appended = String::new();
-    for (position, planned) in kinds.iter().enumerate() {
-        match planned {
-            Planned::Reuse(kind) => {
+    for slot in kinds {
+        match slot {
+            Slot::Reuse(kind) => {
                 let (output, located) = kind
                     .restore(previous_blob)
                     .ok_or_else(|| ManifestError::Other("the manifests cache is damaged".into()))?;
                 findings.extend(located);
                 if record {
-                    cached.push((*kind).clone());
+                    cached.push(kind.clone());
                 }
                 outputs.push(output);
             }
-            Planned::Derive(versions) => {
-                let Some(r) = done.get_mut(position).and_then(Option::take) else {
-                    return Err(ManifestError::Other(
-                        "a kind was derived but not rendered".into(),
-                    ));
-                };
-                // Locating findings reads source too: those files count as the kind's.
-                index.take_touched();
-                index.merge_touched(&deps[position]);
-                let mut located = Vec::with_capacity(r.findings.len());
-                for finding in r.findings {
-                    let Some(cr) = versions
-                        .iter()
-                        .find(|cr| cr.version() == finding.version)
-                        .or_else(|| versions.first())
-                    else {
-                        continue;
-                    };
-                    let (file, span) = locate::locate(index, cr, &finding.path);
-                    let start = span.start();
-                    located.push(Located {
-                        crd: r.crd_name.clone(),
-                        file,
-                        line: start.line,
-                        column: start.column + 1,
-                        finding,
-                    });
+            Slot::Derived(done) => {
+                if let Some(mut kind) = done.cached {
+                    kind.start = blob_start + appended.len();
+                    appended.push_str(&done.output.contents);
+                    cached.push(kind);
                 }
-                if record {
-                    let first = versions.first();
-                    cached.push(cache::Kind {
-                        group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
-                        kind: first.map(|cr| cr.kind().to_owned()).unwrap_or_default(),
-                        versions: versions
-                            .iter()
-                            .map(|cr| (cr.item, cr.version().to_owned()))
-                            .collect(),
-                        deps: index.take_touched(),
-                        path: r.output.path.clone(),
-                        start: blob_start + appended.len(),
-                        len: r.output.contents.len(),
-                        hash: cache::content_hash(&r.output.contents),
-                        crd_name: r.crd_name.clone(),
-                        findings: located.iter().map(cache::Finding::from_located).collect(),
-                    });
-                    appended.push_str(&r.output.contents);
-                }
-                findings.extend(located);
-                outputs.push(r.output);
+                findings.extend(done.findings);
+                outputs.push(done.output);
             }
         }
     }
@@ -585,6 +654,14 @@ fn custom_resources(
     index: &Index,
     items: impl Iterator<Item = usize>,
 ) -> Result<Vec<CustomResource>, ManifestError> {
+    found_resources(index, items).map_err(ManifestError::Many)
+}
+
+/// [`custom_resources`], with the errors of every item in item order.
+fn found_resources(
+    index: &Index,
+    items: impl Iterator<Item = usize>,
+) -> Result<Vec<CustomResource>, Vec<error::SourceError>> {
     let mut found = Vec::new();
     let mut errors = Vec::new();
     for i in items {
@@ -614,6 +691,6 @@ fn custom_resources(
     if errors.is_empty() {
         Ok(found)
     } else {
-        Err(ManifestError::Many(errors))
+        Err(errors)
     }
 }

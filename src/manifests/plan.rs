@@ -7,7 +7,6 @@ use super::{
     Generated, cache,
     crd::{self, CustomResource},
     custom_resources, discover,
-    error::ManifestError,
     index::{self, FileSet, Index},
 };
 
@@ -34,24 +33,6 @@ pub(super) fn unchanged(state: &cache::State) -> Option<Generated> {
 pub(super) enum Planned<'s> {
     Derive(Vec<CustomResource>),
     Reuse(&'s cache::Kind),
-}
-
-/// Every kind derived, grouped by (group, kind) with versions in priority order.
-pub(super) fn plan_full(index: &Index) -> Result<Vec<Planned<'static>>, ManifestError> {
-    let mut kinds: BTreeMap<(String, String), Vec<CustomResource>> = BTreeMap::new();
-    for cr in custom_resources(index, 0..index.items.len())? {
-        kinds
-            .entry((cr.group().to_owned(), cr.kind().to_owned()))
-            .or_default()
-            .push(cr);
-    }
-    Ok(kinds
-        .into_values()
-        .map(|mut versions| {
-            versions.sort_by_key(|cr| crd::version_priority(cr.version()));
-            Planned::Derive(versions)
-        })
-        .collect())
 }
 
 /// The files whose contents changed since the last run, or `None` when the file list itself
@@ -174,7 +155,7 @@ pub(super) struct Recorded {
 
 /// The state to store after a run, and the outputs to add to the blob of `blob_len` bytes.
 pub(super) fn new_state(
-    index: &Index,
+    structure: index::Structure,
     record: Record,
     recorded: Recorded,
     blob_len: usize,
@@ -182,7 +163,7 @@ pub(super) fn new_state(
     let state = cache::State {
         key: record.key,
         sources: record.fingerprint,
-        structure: index.structure(),
+        structure,
         kinds: recorded.kinds,
         blob_len,
         blob: Vec::new(),

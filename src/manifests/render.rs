@@ -1,6 +1,7 @@
 //! The render stage: from the derived versions of one kind to its YAML file (transforms, merge,
-//! description limit, lint, serialization). It holds no syntax tree, so `generate` runs it on
-//! worker threads while the derive stage, which must stay on the parsing thread, goes on.
+//! description limit, lint, serialization). It holds no syntax tree, so an incremental run
+//! renders on worker threads while the derive stage, which must stay on the parsing thread,
+//! goes on.
 
 use std::path::PathBuf;
 

@@ -1,0 +1,595 @@
+//! A run from scratch on every core. Syntax trees cannot leave the thread that parsed them
+//! (proc-macro2's spans are thread-bound), so instead of one thread parsing and deriving
+//! everything while others only render, each thread parses a share of the files, and the
+//! threads swap what every one of them needs to resolve names: each file's [`FilePart`], then
+//! the custom resources each found. Every thread then holds an index of the whole crate whose
+//! own files are loaded and whose others are parsed on demand, derives and renders the kinds
+//! declared in its files, and then helps with the kinds the others have not started.
+//!
+//! The result does not depend on how the work fell: errors and outputs are put in the order of
+//! a run on one thread (files, then items, then kinds).
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{
+        Arc, Condvar, Mutex, OnceLock,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+};
+
+use super::{
+    Finished, Generated, Options, STACK_SIZE, Slot, assemble,
+    crd::{self, CustomResource},
+    discover::Source,
+    error::{ManifestError, SourceError},
+    finish, found_resources,
+    index::{self, FileBodies, FilePart, Index, Structure},
+    plan::Recorded,
+    render, schema, transform,
+};
+
+/// A kind's result on the thread that took it.
+enum Outcome {
+    /// Errors deriving its versions: the run reports these first, in kind order.
+    Underived(Vec<SourceError>),
+    /// Errors rendering it (merging versions, the lint).
+    Unrendered(Vec<SourceError>),
+    Done(Box<Finished>),
+}
+
+/// A custom resource one thread found, as every thread needs it to plan: (item, group, kind,
+/// version).
+type FoundResource = (usize, String, String, String);
+
+/// One file's custom resources, or the errors in their `#[kube(...)]`.
+type FoundInFile = (usize, Result<Vec<FoundResource>, Vec<SourceError>>);
+
+/// What the threads of a run share.
+struct Run<'s> {
+    sources: &'s [Source],
+    options: &'s Options,
+    record: bool,
+    /// The next file to parse.
+    next_file: AtomicUsize,
+    /// Each thread's parsed files: their parts, or their syntax errors, by file.
+    parsed: Meet<Vec<(usize, Result<FilePart, SourceError>)>>,
+    /// Each thread's custom resources, or their `#[kube(...)]` errors, by file.
+    found: Meet<Vec<FoundInFile>>,
+    /// Per kind: whether a thread has taken it.
+    taken: OnceLock<Vec<AtomicBool>>,
+    /// Set once any kind fails to derive: then only derive errors are reported, and no thread
+    /// renders any more.
+    underived: AtomicBool,
+}
+
+/// Derives and renders every kind of `sources` on up to as many threads as there are cores,
+/// each with a stack of `stack` bytes (the one this thread was given for the deepest source).
+/// With `record`, also returns the index structure and the kinds as the cache keeps them.
+pub(super) fn derive_all(
+    sources: &[Source],
+    options: &Options,
+    record: bool,
+    stack: usize,
+) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
+    // Without a stack of known size (no thread could start), nothing else will start either.
+    let threads = if stack == 0 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    };
+    derive_on(sources, options, record, stack, threads)
+}
+
+/// [`derive_all`] on at most `threads` threads (and no more than there are files).
+fn derive_on(
+    sources: &[Source],
+    options: &Options,
+    record: bool,
+    stack: usize,
+    threads: usize,
+) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
+    let threads = threads.clamp(1, sources.len().max(1));
+    let run = Run {
+        sources,
+        options,
+        record,
+        next_file: AtomicUsize::new(0),
+        parsed: Meet::new(),
+        found: Meet::new(),
+        taken: OnceLock::new(),
+        underived: AtomicBool::new(false),
+    };
+    let (mine, helpers) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                let run = &run;
+                std::thread::Builder::new()
+                    .name("kopgen-derive".into())
+                    .stack_size(stack.max(STACK_SIZE))
+                    .spawn_scoped(scope, move || run.take_part())
+                    .ok()
+            })
+            .collect();
+        run.parsed.expect(handles.len() + 1);
+        run.found.expect(handles.len() + 1);
+        let mine = run.take_part();
+        let helpers: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (mine, helpers)
+    });
+    let Share {
+        kinds,
+        mut outcomes,
+        structure,
+    } = mine?;
+    for helper in helpers {
+        let share = helper
+            .map_err(|_| ManifestError::Other("a derive thread panicked".into()))?
+            .map_err(|_| ManifestError::Other("a derive thread failed".into()))?;
+        outcomes.extend(share.outcomes);
+    }
+    let mut slots: Vec<Option<Outcome>> = (0..kinds).map(|_| None).collect();
+    for (position, outcome) in outcomes {
+        if let Some(slot) = slots.get_mut(position) {
+            *slot = Some(outcome);
+        }
+    }
+    let mut underived = Vec::new();
+    let mut unrendered = Vec::new();
+    let mut finished = Vec::with_capacity(kinds);
+    for slot in slots {
+        match slot {
+            Some(Outcome::Underived(errors)) => underived.extend(errors),
+            Some(Outcome::Unrendered(errors)) => unrendered.extend(errors),
+            Some(Outcome::Done(done)) => finished.push(Slot::Derived(done)),
+            // Not rendered because another kind failed to derive, or lost.
+            None if !run.underived.load(Ordering::Acquire) => {
+                return Err(ManifestError::Other(
+                    "a kind was derived but not rendered".into(),
+                ));
+            }
+            None => {}
+        }
+    }
+    if !underived.is_empty() {
+        return Err(ManifestError::Many(underived));
+    }
+    if !unrendered.is_empty() {
+        unrendered.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        return Err(ManifestError::Many(unrendered));
+    }
+    let (generated, recorded) = assemble(finished, &[], 0, record)?;
+    Ok((generated, structure.map(|s| (s, recorded))))
+}
+
+/// One thread's share of a run.
+struct Share {
+    /// How many kinds the run has.
+    kinds: usize,
+    outcomes: Vec<(usize, Outcome)>,
+    /// The index structure, when the run records it.
+    structure: Option<Structure>,
+}
+
+impl Run<'_> {
+    /// This thread's part of the run: parse, swap parts, find custom resources, swap them,
+    /// then derive and render kinds until none is left. Errors in the sources are returned by
+    /// every thread alike; the caller reports those of its own thread.
+    fn take_part(&self) -> Result<Share, ManifestError> {
+        // Whatever way this thread leaves, nobody waits for it any longer.
+        let _leave = Leave(self);
+        let mut own: Vec<(usize, FileBodies)> = Vec::new();
+        let mut parts = Vec::new();
+        loop {
+            let file = self.next_file.fetch_add(1, Ordering::Relaxed);
+            let Some(source) = self.sources.get(file) else {
+                break;
+            };
+            match index::parse_file(&source.path, &source.text) {
+                Ok(parsed) => {
+                    let (part, bodies) =
+                        index::split_file(&source.path, &source.module, parsed, file);
+                    parts.push((file, Ok(part)));
+                    own.push((file, bodies));
+                }
+                Err(e) => parts.push((file, Err(e))),
+            }
+        }
+        let all = self.parsed.arrive(parts).ok_or_else(stopped)?;
+        let mut by_file: Vec<_> = all.iter().flatten().collect();
+        by_file.sort_by_key(|(file, _)| *file);
+        let errors: Vec<SourceError> = by_file
+            .iter()
+            .filter_map(|(_, part)| part.as_ref().err().cloned())
+            .collect();
+        if !errors.is_empty() {
+            return Err(ManifestError::Many(errors));
+        }
+        let structure = Structure::from_parts(by_file.iter().filter_map(|(_, p)| p.as_ref().ok()));
+        drop(by_file);
+        drop(all);
+        let owned: Vec<bool> = {
+            let mut owned = vec![false; self.sources.len()];
+            for (file, _) in &own {
+                owned[*file] = true;
+            }
+            owned
+        };
+        let texts = self
+            .sources
+            .iter()
+            .zip(&owned)
+            .map(|(source, &owned)| {
+                if owned {
+                    (String::new(), String::new())
+                } else {
+                    (source.module.clone(), source.text.clone())
+                }
+            })
+            .collect();
+        let index = Index::from_structure(structure, texts).ok_or_else(stopped)?;
+        for (file, bodies) in own {
+            if !index.fill(file, bodies) {
+                return Err(stopped());
+            }
+        }
+
+        // The custom resources of this thread's files, then everyone's.
+        let mut resources: HashMap<usize, CustomResource> = HashMap::new();
+        let mut found = Vec::new();
+        for (file, _) in owned.iter().enumerate().filter(|(_, owned)| **owned) {
+            found.push((
+                file,
+                found_resources(&index, index.items_of(file)).map(|crs| {
+                    crs.into_iter()
+                        .map(|cr| {
+                            let described = (
+                                cr.item,
+                                cr.group().to_owned(),
+                                cr.kind().to_owned(),
+                                cr.version().to_owned(),
+                            );
+                            resources.insert(cr.item, cr);
+                            described
+                        })
+                        .collect()
+                }),
+            ));
+        }
+        let all = self.found.arrive(found).ok_or_else(stopped)?;
+        let mut by_file: Vec<_> = all.iter().flatten().collect();
+        by_file.sort_by_key(|(file, _)| *file);
+        let mut errors = Vec::new();
+        let mut described = Vec::new();
+        for (_, found) in by_file {
+            match found {
+                Ok(crs) => described.extend(crs.iter()),
+                Err(e) => errors.extend(e.iter().cloned()),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ManifestError::Many(errors));
+        }
+        let kinds = plan(described);
+        drop(all);
+
+        let taken = self
+            .taken
+            .get_or_init(|| kinds.iter().map(|_| AtomicBool::new(false)).collect());
+        if taken.len() != kinds.len() {
+            return Err(stopped());
+        }
+        // This thread's kinds first (their files are loaded here), then, from the end, the
+        // kinds no other thread has taken yet.
+        let first_file = |items: &[usize]| {
+            items
+                .first()
+                .and_then(|&item| index.items.get(item))
+                .map(|item| item.file)
+        };
+        let order = (0..kinds.len())
+            .filter(|&k| first_file(&kinds[k]).is_some_and(|f| owned[f]))
+            .chain((0..kinds.len()).rev());
+        let mut builder = schema::Builder::new(&index);
+        let mut transforms = transform::Transforms::default();
+        let mut outcomes = Vec::new();
+        for position in order {
+            if taken[position].swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            let outcome = self.derive_kind(
+                &index,
+                &mut builder,
+                &mut transforms,
+                &mut resources,
+                position,
+                &kinds[position],
+            );
+            outcomes.push((position, outcome));
+        }
+        Ok(Share {
+            kinds: kinds.len(),
+            outcomes,
+            structure: self.record.then(|| index.structure()),
+        })
+    }
+
+    /// Derives, renders and locates one kind whose versions are the structs `items`.
+    fn derive_kind(
+        &self,
+        index: &Index,
+        builder: &mut schema::Builder,
+        transforms: &mut transform::Transforms,
+        resources: &mut HashMap<usize, CustomResource>,
+        position: usize,
+        items: &[usize],
+    ) -> Outcome {
+        let mut versions = Vec::with_capacity(items.len());
+        for &item in items {
+            match resources.remove(&item) {
+                Some(cr) => versions.push(cr),
+                // Declared in a file another thread parsed: read here.
+                None => match found_resources(index, item..item + 1) {
+                    Ok(crs) => versions.extend(crs),
+                    Err(errors) => return Outcome::Underived(errors),
+                },
+            }
+        }
+        index.take_touched();
+        let mut derived = Vec::with_capacity(versions.len());
+        let mut errors = Vec::new();
+        for cr in &versions {
+            match crd::single_version_crd(builder, index, cr) {
+                Ok(d) => derived.push(d),
+                Err(e) => errors.push(e),
+            }
+        }
+        let deps = index.take_touched();
+        if !errors.is_empty() {
+            self.underived.store(true, Ordering::Release);
+            return Outcome::Underived(errors);
+        }
+        if self.underived.load(Ordering::Acquire) {
+            // The run fails with derive errors: rendering is wasted.
+            return Outcome::Unrendered(Vec::new());
+        }
+        let job = render::Job {
+            position,
+            versions: derived,
+        };
+        match render::render(job, transforms, self.options) {
+            Ok(rendered) => Outcome::Done(Box::new(finish(
+                index,
+                &versions,
+                &deps,
+                rendered,
+                self.record,
+            ))),
+            Err(errors) => Outcome::Unrendered(errors),
+        }
+    }
+}
+
+/// Every kind, as (group, kind) in order, each with its versions' items in the order
+/// `merge_crds` takes them: by Kubernetes version priority, then by item.
+fn plan<'a>(found: impl IntoIterator<Item = &'a FoundResource>) -> Vec<Vec<usize>> {
+    let mut found: Vec<&FoundResource> = found.into_iter().collect();
+    found.sort_by_key(|f| f.0);
+    let mut kinds: BTreeMap<(&str, &str), Vec<(usize, &str)>> = BTreeMap::new();
+    for (item, group, kind, version) in found {
+        kinds
+            .entry((group, kind))
+            .or_default()
+            .push((*item, version));
+    }
+    kinds
+        .into_values()
+        .map(|mut versions| {
+            versions.sort_by_key(|(_, version)| crd::version_priority(version));
+            versions.into_iter().map(|(item, _)| item).collect()
+        })
+        .collect()
+}
+
+fn stopped() -> ManifestError {
+    ManifestError::Other("a derive thread stopped before the others".into())
+}
+
+/// Releases the other threads from every meeting this one has not come to, when it leaves.
+struct Leave<'r, 's>(&'r Run<'s>);
+
+impl Drop for Leave<'_, '_> {
+    fn drop(&mut self) {
+        self.0.parsed.abandon();
+        self.0.found.abandon();
+    }
+}
+
+/// A point where every thread of a run hands in its part of one phase and waits for the
+/// others'. The number of threads is set once they have started ([`Meet::expect`]).
+struct Meet<T> {
+    state: Mutex<Meeting<T>>,
+    changed: Condvar,
+}
+
+struct Meeting<T> {
+    expected: Option<usize>,
+    parts: Vec<T>,
+    /// Everyone's parts, once all are in.
+    done: Option<Arc<Vec<T>>>,
+    /// A thread left without handing in its part.
+    abandoned: bool,
+}
+
+impl<T> Meet<T> {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(Meeting {
+                expected: None,
+                parts: Vec::new(),
+                done: None,
+                abandoned: false,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn expect(&self, threads: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.expected = Some(threads);
+            state.complete();
+        }
+        self.changed.notify_all();
+    }
+
+    fn abandon(&self) {
+        if let Ok(mut state) = self.state.lock()
+            && state.done.is_none()
+        {
+            state.abandoned = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Hands in `part`; returns every thread's once all are in, or `None` if a thread left.
+    fn arrive(&self, part: T) -> Option<Arc<Vec<T>>> {
+        let mut state = self.state.lock().ok()?;
+        state.parts.push(part);
+        state.complete();
+        self.changed.notify_all();
+        loop {
+            if let Some(done) = &state.done {
+                return Some(Arc::clone(done));
+            }
+            if state.abandoned {
+                return None;
+            }
+            state = self.changed.wait(state).ok()?;
+        }
+    }
+}
+
+impl<T> Meeting<T> {
+    fn complete(&mut self) {
+        if self.done.is_none() && self.expected == Some(self.parts.len()) {
+            self.done = Some(Arc::new(std::mem::take(&mut self.parts)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifests::discover;
+
+    fn run(sources: &[Source], threads: usize) -> Result<(Vec<String>, Vec<String>), String> {
+        let options = Options {
+            lint: true,
+            max_desc_len: None,
+        };
+        derive_on(sources, &options, true, STACK_SIZE, threads)
+            .map(|(generated, recorded)| {
+                let mut outputs: Vec<String> = generated
+                    .outputs
+                    .iter()
+                    .map(|o| format!("{}\n{}", o.path.display(), o.contents))
+                    .collect();
+                outputs.extend(generated.findings.iter().map(ToString::to_string));
+                let kinds = recorded
+                    .map(|(_, recorded)| {
+                        recorded
+                            .kinds
+                            .iter()
+                            .map(|k| format!("{} {:?} {} {}", k.kind, k.versions, k.start, k.len))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (outputs, kinds)
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn corpus() -> Vec<Source> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+        discover::sources(&[dir]).expect("fixture corpus")
+    }
+
+    /// However the files and kinds fall to threads, the output, the findings and what the
+    /// cache records are those of one thread.
+    #[test]
+    fn output_does_not_depend_on_the_number_of_threads() {
+        let sources = corpus();
+        let one = run(&sources, 1);
+        assert!(one.as_ref().is_ok_and(|(outputs, _)| outputs.len() > 60));
+        for threads in [2, 3, 5, 64] {
+            assert_eq!(run(&sources, threads), one, "{threads} threads");
+        }
+    }
+
+    /// Errors are reported in the order of a run on one thread, at every stage: syntax
+    /// errors by file, `#[kube(...)]` errors by item, derive errors by kind.
+    #[test]
+    fn errors_do_not_depend_on_the_number_of_threads() {
+        let source = |name: &str, text: &str| Source {
+            path: format!("src/{name}.rs").into(),
+            module: format!("crate::{name}"),
+            text: text.to_owned(),
+        };
+        let kind = |group: &str, body: &str| {
+            format!(
+                "#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]\n\
+                 #[kube(group = \"{group}\", version = \"v1\", kind = \"K{group}\")]\n\
+                 pub struct K{group}Spec {{ {body} }}\n"
+            )
+        };
+        let broken_syntax: Vec<Source> = (0..8)
+            .map(|i| {
+                let text = if i % 3 == 0 {
+                    format!("pub struct Broken{i} {{")
+                } else {
+                    kind(&format!("g{i}"), "pub a: u32")
+                };
+                source(&format!("m{i}"), &text)
+            })
+            .collect();
+        let broken_attrs: Vec<Source> = (0..8)
+            .map(|i| {
+                let text = if i % 2 == 0 {
+                    format!(
+                        "#[derive(CustomResource)]\n#[kube(group = \"g{i}\", version = 3)]\npub struct S{i}Spec {{}}\n"
+                    )
+                } else {
+                    kind(&format!("g{i}"), "pub a: u32")
+                };
+                source(&format!("m{i}"), &text)
+            })
+            .collect();
+        let broken_types: Vec<Source> = (0..8)
+            .map(|i| {
+                let body = if i % 2 == 1 {
+                    format!("pub a: Missing{i}")
+                } else {
+                    "pub a: u32".to_owned()
+                };
+                // Kinds sort in the opposite order to files.
+                source(&format!("m{i}"), &kind(&format!("g{}", 7 - i), &body))
+            })
+            .collect();
+        // The same version of a kind declared in two files: an error while rendering.
+        let twice: Vec<Source> = (0..8)
+            .map(|i| {
+                source(
+                    &format!("m{i}"),
+                    &kind(&format!("g{}", i % 3), "pub a: u32"),
+                )
+            })
+            .collect();
+        for sources in [broken_syntax, broken_attrs, broken_types, twice] {
+            let one = run(&sources, 1);
+            let errors = one.as_ref().expect_err("the sources are broken");
+            assert!(errors.lines().count() >= 3, "{errors}");
+            for threads in [2, 3, 8] {
+                assert_eq!(run(&sources, threads), one, "{threads} threads");
+            }
+        }
+    }
+}
