@@ -93,7 +93,7 @@ impl Derived {
 }
 
 /// One version after the generator's transforms: its CRD, and its schema as JSON (the CRD's
-/// `schema` is left out until [`put_schema`] puts it in, or [`super::props`] writes it).
+/// `schema` is left out until [`put_schema`] puts it in, or `props` writes it).
 pub struct Transformed {
     pub crd: CustomResourceDefinition,
     /// `None` under `#[kube(schema = "disabled")]`, whose CRD keeps an empty `schema`.

@@ -103,7 +103,7 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
 }
 
 /// Lints a CRD whose versions' schemas `schema_of` gives as JSON, by version name: JSON that
-/// reads as a `JSONSchemaProps` (see [`super::props::check`]), so that a keyword present here
+/// reads as a `JSONSchemaProps` (see `props::check`), so that a keyword present here
 /// is one the typed schema has.
 pub fn check_with<'s>(
     crd: &CustomResourceDefinition,

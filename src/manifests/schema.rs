@@ -2,7 +2,7 @@
 //!
 //! Local structs and enums are derived here, following schemars_derive's expansion: field
 //! order, `required`, defaults, docs as title/description, `extend`, validations, serde
-//! renames and skips. Library types come from [`known`](super::known), so their schemas are
+//! renames and skips. Library types come from [`super::known`], so their schemas are
 //! the real ones. The generator is configured exactly like kube-derive's `crd()`.
 
 use std::{collections::HashMap, path::Path};
