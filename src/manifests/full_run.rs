@@ -13,7 +13,7 @@ use std::{
     collections::{BTreeMap, HashMap},
     sync::{
         Arc, Condvar, Mutex, OnceLock,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, Ordering},
     },
 };
 
@@ -49,8 +49,11 @@ struct Run<'s> {
     sources: &'s [Source],
     options: &'s Options,
     record: bool,
-    /// The next file to parse.
-    next_file: AtomicUsize,
+    /// The files claimed for parsing so far, and how many threads claimed any: those hand in
+    /// their parts at each meeting. A thread that starts after every file is claimed (on a
+    /// busy machine a new thread can wait milliseconds for a core) only reads the others' parts,
+    /// so nobody waits for it.
+    claims: Mutex<Claims>,
     /// Each thread's parsed files: their parts, or their syntax errors, by file.
     parsed: Meet<Vec<(usize, Result<FilePart, SourceError>)>>,
     /// Each thread's custom resources, or their `#[kube(...)]` errors, by file.
@@ -93,7 +96,7 @@ fn derive_on(
         sources,
         options,
         record,
-        next_file: AtomicUsize::new(0),
+        claims: Mutex::new(Claims::default()),
         parsed: Meet::new(),
         found: Meet::new(),
         taken: OnceLock::new(),
@@ -110,8 +113,6 @@ fn derive_on(
                     .ok()
             })
             .collect();
-        run.parsed.expect(handles.len() + 1);
-        run.found.expect(handles.len() + 1);
         let mine = run.take_part();
         let helpers: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         (mine, helpers)
@@ -176,11 +177,13 @@ impl Run<'_> {
     /// every thread alike; the caller reports those of its own thread.
     fn take_part(&self) -> Result<Share, ManifestError> {
         // Whatever way this thread leaves, nobody waits for it any longer.
-        let _leave = Leave(self);
+        let leave = Leave {
+            run: self,
+            participant: std::cell::Cell::new(false),
+        };
         let mut own: Vec<(usize, FileBodies)> = Vec::new();
         let mut parts = Vec::new();
-        loop {
-            let file = self.next_file.fetch_add(1, Ordering::Relaxed);
+        while let Some(file) = self.claim(&leave.participant) {
             let Some(source) = self.sources.get(file) else {
                 break;
             };
@@ -194,7 +197,13 @@ impl Run<'_> {
                 Err(e) => parts.push((file, Err(e))),
             }
         }
-        let all = self.parsed.arrive(parts).ok_or_else(stopped)?;
+        let participant = leave.participant.get();
+        let all = if participant {
+            self.parsed.arrive(parts)
+        } else {
+            self.parsed.observe()
+        }
+        .ok_or_else(stopped)?;
         let mut by_file: Vec<_> = all.iter().flatten().collect();
         by_file.sort_by_key(|(file, _)| *file);
         let errors: Vec<SourceError> = by_file
@@ -255,7 +264,12 @@ impl Run<'_> {
                 }),
             ));
         }
-        let all = self.found.arrive(found).ok_or_else(stopped)?;
+        let all = if participant {
+            self.found.arrive(found)
+        } else {
+            self.found.observe()
+        }
+        .ok_or_else(stopped)?;
         let mut by_file: Vec<_> = all.iter().flatten().collect();
         by_file.sort_by_key(|(file, _)| *file);
         let mut errors = Vec::new();
@@ -394,18 +408,54 @@ fn stopped() -> ManifestError {
     ManifestError::Other("a derive thread stopped before the others".into())
 }
 
-/// Releases the other threads from every meeting this one has not come to, when it leaves.
-struct Leave<'r, 's>(&'r Run<'s>);
+/// Files claimed so far, and the threads that claimed any.
+#[derive(Default)]
+struct Claims {
+    next: usize,
+    participants: usize,
+}
 
-impl Drop for Leave<'_, '_> {
-    fn drop(&mut self) {
-        self.0.parsed.abandon();
-        self.0.found.abandon();
+impl Run<'_> {
+    /// The next file for this thread to parse, if any is left; the first claim makes the thread
+    /// a participant of the meetings. Once every file is claimed, the number of participants is
+    /// final, and the meetings learn it.
+    fn claim(&self, participant: &std::cell::Cell<bool>) -> Option<usize> {
+        let mut claims = self.claims.lock().ok()?;
+        if claims.next < self.sources.len() {
+            if !participant.get() {
+                participant.set(true);
+                claims.participants += 1;
+            }
+            claims.next += 1;
+            return Some(claims.next - 1);
+        }
+        let participants = claims.participants;
+        drop(claims);
+        self.parsed.expect(participants);
+        self.found.expect(participants);
+        None
     }
 }
 
-/// A point where every thread of a run hands in its part of one phase and waits for the
-/// others'. The number of threads is set once they have started ([`Meet::expect`]).
+/// Releases the other threads from every meeting this one has not come to, when it leaves.
+struct Leave<'r, 's> {
+    run: &'r Run<'s>,
+    /// Whether the others wait for this thread at the meetings.
+    participant: std::cell::Cell<bool>,
+}
+
+impl Drop for Leave<'_, '_> {
+    fn drop(&mut self) {
+        if self.participant.get() {
+            self.run.parsed.abandon();
+            self.run.found.abandon();
+        }
+    }
+}
+
+/// A point where every participating thread of a run hands in its part of one phase and waits
+/// for the others'. The number of participants is set once it is known ([`Meet::expect`]);
+/// other threads only read the parts ([`Meet::observe`]).
 struct Meet<T> {
     state: Mutex<Meeting<T>>,
     changed: Condvar,
@@ -456,6 +506,16 @@ impl<T> Meet<T> {
         state.parts.push(part);
         state.complete();
         self.changed.notify_all();
+        self.wait(state)
+    }
+
+    /// Every participant's part, once all are in, or `None` if a participant left.
+    fn observe(&self) -> Option<Arc<Vec<T>>> {
+        let state = self.state.lock().ok()?;
+        self.wait(state)
+    }
+
+    fn wait(&self, mut state: std::sync::MutexGuard<'_, Meeting<T>>) -> Option<Arc<Vec<T>>> {
         loop {
             if let Some(done) = &state.done {
                 return Some(Arc::clone(done));
@@ -523,6 +583,34 @@ mod tests {
         for threads in [2, 3, 5, 64] {
             assert_eq!(run(&sources, threads), one, "{threads} threads");
         }
+    }
+
+    /// A thread that starts after every file is claimed reads the others' parts without
+    /// holding anyone up, and finds no kind left to take.
+    #[test]
+    fn a_thread_that_starts_late_only_observes() {
+        let sources = corpus();
+        let options = Options::default();
+        let run = Run {
+            sources: &sources,
+            options: &options,
+            record: false,
+            claims: Mutex::new(Claims::default()),
+            parsed: Meet::new(),
+            found: Meet::new(),
+            taken: OnceLock::new(),
+            underived: AtomicBool::new(false),
+        };
+        let first = run.take_part().map_err(|e| e.to_string());
+        assert!(first.as_ref().is_ok_and(|share| share.outcomes.len() > 60));
+        let late = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .stack_size(STACK_SIZE)
+                .spawn_scoped(scope, || run.take_part().map_err(|e| e.to_string()))
+                .map(|handle| handle.join())
+        });
+        let late = late.expect("thread starts").expect("thread ends");
+        assert!(late.is_ok_and(|share| share.outcomes.is_empty() && share.kinds > 60));
     }
 
     /// Errors are reported in the order of a run on one thread, at every stage: syntax
