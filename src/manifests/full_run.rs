@@ -18,12 +18,12 @@ use std::{
 };
 
 use super::{
-    Finished, Generated, Options, STACK_SIZE, Slot, assemble,
+    BACKLOG, Finished, Generated, KindMeta, Options, STACK_SIZE, Slot, assemble,
     crd::{self, CustomResource},
     discover::Source,
     error::{ManifestError, SourceError},
     finish, found_resources,
-    index::{self, FileBodies, FilePart, Index, Structure},
+    index::{self, FileBodies, FilePart, FileSet, Index, Structure},
     plan::Recorded,
     render, schema, transform,
 };
@@ -58,8 +58,9 @@ struct Run<'s> {
     parsed: Meet<Vec<(usize, Result<FilePart, SourceError>)>>,
     /// Each thread's custom resources, or their `#[kube(...)]` errors, by file.
     found: Meet<Vec<FoundInFile>>,
-    /// Per kind: whether a thread has taken it.
+    /// Per kind: whether a thread has taken it to derive.
     taken: OnceLock<Vec<AtomicBool>>,
+    rendering: Rendering,
     /// Set once any kind fails to derive: then only derive errors are reported, and no thread
     /// renders any more.
     underived: AtomicBool,
@@ -100,6 +101,7 @@ fn derive_on(
         parsed: Meet::new(),
         found: Meet::new(),
         taken: OnceLock::new(),
+        rendering: Rendering::new(),
         underived: AtomicBool::new(false),
     };
     let (mine, helpers) = std::thread::scope(|scope| {
@@ -292,33 +294,58 @@ impl Run<'_> {
         if taken.len() != kinds.len() {
             return Err(stopped());
         }
-        // This thread's kinds first (their files are loaded here), then, from the end, the
-        // kinds no other thread has taken yet.
+        self.rendering.expect(kinds.len());
+        // This thread derives the kinds declared in its files (loaded here), and any thread
+        // renders what was derived. A thread with nothing of its own left renders; only when
+        // nothing waits to be rendered does it take a kind no thread has started (reading its
+        // files again here), from the end.
         let first_file = |items: &[usize]| {
             items
                 .first()
                 .and_then(|&item| index.items.get(item))
                 .map(|item| item.file)
         };
-        let order = (0..kinds.len())
-            .filter(|&k| first_file(&kinds[k]).is_some_and(|f| owned[f]))
-            .chain((0..kinds.len()).rev());
+        let mut own = (0..kinds.len()).filter(|&k| first_file(&kinds[k]).is_some_and(|f| owned[f]));
         let mut builder = schema::Builder::new(&index);
         let mut transforms = transform::Transforms::default();
         let mut outcomes = Vec::new();
-        for position in order {
-            if taken[position].swap(true, Ordering::AcqRel) {
-                continue;
-            }
-            let outcome = self.derive_kind(
+        let mut derive = |position: usize, outcomes: &mut Vec<(usize, Outcome)>| match self
+            .derive_kind(
                 &index,
                 &mut builder,
-                &mut transforms,
                 &mut resources,
                 position,
                 &kinds[position],
-            );
-            outcomes.push((position, outcome));
+            ) {
+            Ok(job) => self.rendering.push(job),
+            Err(errors) => {
+                outcomes.push((position, Outcome::Underived(errors)));
+                self.rendering.skip();
+            }
+        };
+        loop {
+            if let Some(position) = own.find(|&k| !taken[k].swap(true, Ordering::AcqRel)) {
+                derive(position, &mut outcomes);
+                // Hand on what waits when the others are behind with rendering.
+                if let Some(job) = self.rendering.surplus() {
+                    outcomes.push(self.render_job(&index, &mut transforms, job));
+                }
+                continue;
+            }
+            if let Some(job) = self.rendering.next(|| {
+                (0..taken.len())
+                    .rev()
+                    .find(|&k| !taken[k].swap(true, Ordering::AcqRel))
+            }) {
+                match job {
+                    Next::Render(job) => {
+                        outcomes.push(self.render_job(&index, &mut transforms, *job));
+                    }
+                    Next::Derive(position) => derive(position, &mut outcomes),
+                }
+                continue;
+            }
+            break;
         }
         Ok(Share {
             kinds: kinds.len(),
@@ -327,25 +354,21 @@ impl Run<'_> {
         })
     }
 
-    /// Derives, renders and locates one kind whose versions are the structs `items`.
+    /// Derives the kind whose versions are the structs `items`, for any thread to render.
     fn derive_kind(
         &self,
         index: &Index,
         builder: &mut schema::Builder,
-        transforms: &mut transform::Transforms,
         resources: &mut HashMap<usize, CustomResource>,
         position: usize,
         items: &[usize],
-    ) -> Outcome {
+    ) -> Result<Derived, Vec<SourceError>> {
         let mut versions = Vec::with_capacity(items.len());
         for &item in items {
             match resources.remove(&item) {
                 Some(cr) => versions.push(cr),
                 // Declared in a file another thread parsed: read here.
-                None => match found_resources(index, item..item + 1) {
-                    Ok(crs) => versions.extend(crs),
-                    Err(errors) => return Outcome::Underived(errors),
-                },
+                None => versions.extend(found_resources(index, item..item + 1)?),
             }
         }
         index.take_touched();
@@ -360,25 +383,152 @@ impl Run<'_> {
         let deps = index.take_touched();
         if !errors.is_empty() {
             self.underived.store(true, Ordering::Release);
-            return Outcome::Underived(errors);
+            return Err(errors);
         }
+        Ok(Derived {
+            job: render::Job {
+                position,
+                versions: derived,
+            },
+            meta: KindMeta::of(&versions),
+            deps,
+        })
+    }
+
+    /// Renders a derived kind and locates its findings, reading the spec structs' files here
+    /// when this thread did not derive it.
+    fn render_job(
+        &self,
+        index: &Index,
+        transforms: &mut transform::Transforms,
+        derived: Derived,
+    ) -> (usize, Outcome) {
+        let Derived { job, meta, deps } = derived;
+        let position = job.position;
         if self.underived.load(Ordering::Acquire) {
             // The run fails with derive errors: rendering is wasted.
-            return Outcome::Unrendered(Vec::new());
+            return (position, Outcome::Unrendered(Vec::new()));
         }
-        let job = render::Job {
-            position,
-            versions: derived,
-        };
-        match render::render(job, transforms, self.options) {
-            Ok(rendered) => Outcome::Done(Box::new(finish(
-                index,
-                &versions,
-                &deps,
-                rendered,
-                self.record,
-            ))),
+        let outcome = match render::render(job, transforms, self.options) {
+            Ok(rendered) => {
+                let versions: Vec<CustomResource> = if rendered.findings.is_empty() {
+                    Vec::new()
+                } else {
+                    meta.versions
+                        .iter()
+                        .filter_map(|&(item, _)| found_resources(index, item..item + 1).ok())
+                        .flatten()
+                        .collect()
+                };
+                Outcome::Done(Box::new(finish(
+                    index,
+                    &versions,
+                    &meta,
+                    &deps,
+                    rendered,
+                    self.record,
+                )))
+            }
             Err(errors) => Outcome::Unrendered(errors),
+        };
+        (position, outcome)
+    }
+}
+
+/// A kind derived on one thread, to be rendered on any.
+struct Derived {
+    job: render::Job,
+    meta: KindMeta,
+    /// The files its derivation read.
+    deps: FileSet,
+}
+
+/// What a thread does next once its own kinds are derived.
+enum Next {
+    Render(Box<Derived>),
+    /// A kind no thread had started, now this thread's to derive.
+    Derive(usize),
+}
+
+/// Derived kinds waiting to be rendered, and how many kinds are still to be derived: a thread
+/// with nothing to do waits here until either changes.
+struct Rendering {
+    state: Mutex<Waiting>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: std::collections::VecDeque<Derived>,
+    /// Kinds not derived yet (set once the plan is known).
+    to_derive: Option<usize>,
+    /// A thread left early: nobody waits any longer.
+    abandoned: bool,
+}
+
+impl Rendering {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(Waiting::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// The run has `kinds` kinds (every thread plans the same).
+    fn expect(&self, kinds: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.to_derive.get_or_insert(kinds);
+        }
+    }
+
+    fn push(&self, derived: Derived) {
+        if let Ok(mut state) = self.state.lock() {
+            state.jobs.push_back(derived);
+            state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
+        }
+        self.changed.notify_all();
+    }
+
+    /// A kind failed to derive: there is nothing to render for it.
+    fn skip(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
+        }
+        self.changed.notify_all();
+    }
+
+    fn abandon(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.abandoned = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// A job, if more than [`BACKLOG`] wait.
+    fn surplus(&self) -> Option<Derived> {
+        let mut state = self.state.lock().ok()?;
+        if state.jobs.len() > BACKLOG {
+            state.jobs.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The next job, else a kind `steal` takes, else (once every kind is derived and rendered
+    /// or being rendered) `None`; waits while other threads are still deriving.
+    fn next(&self, steal: impl Fn() -> Option<usize>) -> Option<Next> {
+        let mut state = self.state.lock().ok()?;
+        loop {
+            if let Some(job) = state.jobs.pop_front() {
+                return Some(Next::Render(Box::new(job)));
+            }
+            if let Some(position) = steal() {
+                return Some(Next::Derive(position));
+            }
+            if state.abandoned || state.to_derive.is_none_or(|n| n == 0) {
+                return None;
+            }
+            state = self.changed.wait(state).ok()?;
         }
     }
 }
@@ -446,6 +596,7 @@ struct Leave<'r, 's> {
 
 impl Drop for Leave<'_, '_> {
     fn drop(&mut self) {
+        self.run.rendering.abandon();
         if self.participant.get() {
             self.run.parsed.abandon();
             self.run.found.abandon();
@@ -599,6 +750,7 @@ mod tests {
             parsed: Meet::new(),
             found: Meet::new(),
             taken: OnceLock::new(),
+            rendering: Rendering::new(),
             underived: AtomicBool::new(false),
         };
         let first = run.take_part().map_err(|e| e.to_string());

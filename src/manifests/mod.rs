@@ -462,6 +462,7 @@ fn derive_planned(
                 Slot::Derived(Box::new(finish(
                     index,
                     versions,
+                    &KindMeta::of(versions),
                     &deps[position],
                     r,
                     record,
@@ -486,6 +487,7 @@ struct Finished {
 fn finish(
     index: &Index,
     versions: &[CustomResource],
+    meta: &KindMeta,
     deps: &index::FileSet,
     r: render::Rendered,
     record: bool,
@@ -511,28 +513,45 @@ fn finish(
             finding,
         });
     }
-    let cached = record.then(|| {
+    let cached = record.then(|| cache::Kind {
+        group: meta.group.clone(),
+        kind: meta.kind.clone(),
+        versions: meta.versions.clone(),
+        deps: index.take_touched(),
+        path: r.output.path.clone(),
+        start: 0,
+        len: r.output.contents.len(),
+        hash: cache::content_hash(&r.output.contents),
+        crd_name: r.crd_name.clone(),
+        findings: located.iter().map(cache::Finding::from_located).collect(),
+    });
+    Finished {
+        output: r.output,
+        findings: located,
+        cached,
+    }
+}
+
+/// A kind as the cache knows it: group, kind, and each version's spec item and name, in the
+/// order they were merged. Unlike a [`CustomResource`], it can move between threads.
+#[derive(Debug, Clone)]
+struct KindMeta {
+    group: String,
+    kind: String,
+    versions: Vec<(usize, String)>,
+}
+
+impl KindMeta {
+    fn of(versions: &[CustomResource]) -> Self {
         let first = versions.first();
-        cache::Kind {
+        Self {
             group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
             kind: first.map(|cr| cr.kind().to_owned()).unwrap_or_default(),
             versions: versions
                 .iter()
                 .map(|cr| (cr.item, cr.version().to_owned()))
                 .collect(),
-            deps: index.take_touched(),
-            path: r.output.path.clone(),
-            start: 0,
-            len: r.output.contents.len(),
-            hash: cache::content_hash(&r.output.contents),
-            crd_name: r.crd_name.clone(),
-            findings: located.iter().map(cache::Finding::from_located).collect(),
         }
-    });
-    Finished {
-        output: r.output,
-        findings: located,
-        cached,
     }
 }
 
