@@ -94,18 +94,7 @@ fn derive_on(
     threads: usize,
 ) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
     let threads = threads.clamp(1, sources.len().max(1));
-    let run = Run {
-        start: Start::default(),
-        sources,
-        options,
-        record,
-        claims: Mutex::new(Claims::default()),
-        parsed: Meet::new(),
-        found: Meet::new(),
-        taken: OnceLock::new(),
-        rendering: Rendering::new(),
-        underived: AtomicBool::new(false),
-    };
+    let run = Run::new(sources, options, record);
     let (mine, helpers) = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
             .filter_map(|_| {
@@ -179,7 +168,22 @@ struct Share {
     structure: Option<Structure>,
 }
 
-impl Run<'_> {
+impl<'s> Run<'s> {
+    fn new(sources: &'s [Source], options: &'s Options, record: bool) -> Self {
+        Self {
+            start: Start::default(),
+            sources,
+            options,
+            record,
+            claims: Mutex::new(Claims::default()),
+            parsed: Meet::new(),
+            found: Meet::new(),
+            taken: OnceLock::new(),
+            rendering: Rendering::new(),
+            underived: AtomicBool::new(false),
+        }
+    }
+
     /// This thread's part of the run: parse, swap parts, find custom resources, swap them,
     /// then derive and render kinds until none is left. Errors in the sources are returned by
     /// every thread alike; the caller reports those of its own thread.
@@ -206,23 +210,17 @@ impl Run<'_> {
             }
         }
         let participant = leave.participant.get();
-        let all = if participant {
-            self.parsed.arrive(parts)
-        } else {
-            self.parsed.observe()
-        }
-        .ok_or_else(stopped)?;
-        let mut by_file: Vec<_> = all.iter().flatten().collect();
-        by_file.sort_by_key(|(file, _)| *file);
-        let errors: Vec<SourceError> = by_file
+        let all = self.parsed.meet(participant, parts).ok_or_else(stopped)?;
+        let parsed = by_file(&all);
+        let errors: Vec<SourceError> = parsed
             .iter()
             .filter_map(|(_, part)| part.as_ref().err().cloned())
             .collect();
         if !errors.is_empty() {
             return Err(ManifestError::Many(errors));
         }
-        let structure = Structure::from_parts(by_file.iter().filter_map(|(_, p)| p.as_ref().ok()));
-        drop(by_file);
+        let structure = Structure::from_parts(parsed.iter().filter_map(|(_, p)| p.as_ref().ok()));
+        drop(parsed);
         drop(all);
         let owned: Vec<bool> = {
             let mut owned = vec![false; self.sources.len()];
@@ -272,17 +270,10 @@ impl Run<'_> {
                 }),
             ));
         }
-        let all = if participant {
-            self.found.arrive(found)
-        } else {
-            self.found.observe()
-        }
-        .ok_or_else(stopped)?;
-        let mut by_file: Vec<_> = all.iter().flatten().collect();
-        by_file.sort_by_key(|(file, _)| *file);
+        let all = self.found.meet(participant, found).ok_or_else(stopped)?;
         let mut errors = Vec::new();
         let mut described = Vec::new();
-        for (_, found) in by_file {
+        for (_, found) in by_file(&all) {
             match found {
                 Ok(crs) => described.extend(crs.iter()),
                 Err(e) => errors.extend(e.iter().cloned()),
@@ -458,12 +449,7 @@ enum Next {
 
 /// Derived kinds waiting to be rendered, and how many kinds are still to be derived: a thread
 /// with nothing to do waits here until either changes.
-struct Rendering {
-    state: Mutex<Waiting>,
-    changed: Condvar,
-    /// Counts changes to `state`, for waiters that spin before they sleep.
-    changes: AtomicU64,
-}
+struct Rendering(Watched<Waiting>);
 
 #[derive(Default)]
 struct Waiting {
@@ -476,76 +462,103 @@ struct Waiting {
 
 impl Rendering {
     fn new() -> Self {
-        Self {
-            state: Mutex::new(Waiting::default()),
-            changed: Condvar::new(),
-            changes: AtomicU64::new(0),
-        }
-    }
-
-    fn changed(&self) {
-        self.changes.fetch_add(1, Ordering::Release);
-        self.changed.notify_all();
+        Self(Watched::new(Waiting::default()))
     }
 
     /// The run has `kinds` kinds (every thread plans the same).
     fn expect(&self, kinds: usize) {
-        if let Ok(mut state) = self.state.lock() {
+        self.0.update(|state| {
             state.to_derive.get_or_insert(kinds);
-        }
+        });
     }
 
     fn push(&self, derived: Derived) {
-        if let Ok(mut state) = self.state.lock() {
+        self.0.update(|state| {
             state.jobs.push_back(derived);
             state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
-            self.changed();
-        }
+        });
     }
 
     /// A kind failed to derive: there is nothing to render for it.
     fn skip(&self) {
-        if let Ok(mut state) = self.state.lock() {
+        self.0.update(|state| {
             state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
-            self.changed();
-        }
+        });
     }
 
     fn abandon(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.abandoned = true;
-            self.changed();
-        }
+        self.0.update(|state| state.abandoned = true);
     }
 
     /// A job, if more than [`BACKLOG`] wait.
     fn surplus(&self) -> Option<Derived> {
-        let mut state = self.state.lock().ok()?;
-        if state.jobs.len() > BACKLOG {
-            state.jobs.pop_front()
-        } else {
-            None
-        }
+        self.0
+            .update(|state| {
+                if state.jobs.len() > BACKLOG {
+                    state.jobs.pop_front()
+                } else {
+                    None
+                }
+            })
+            .flatten()
     }
 
     /// The next job, else a kind `steal` takes, else (once every kind is derived and rendered
     /// or being rendered) `None`; waits while other threads are still deriving.
     fn next(&self, steal: impl Fn() -> Option<usize>) -> Option<Next> {
+        self.0
+            .wait_for(|state| {
+                if let Some(job) = state.jobs.pop_front() {
+                    return Some(Some(Next::Render(Box::new(job))));
+                }
+                if let Some(position) = steal() {
+                    return Some(Some(Next::Derive(position)));
+                }
+                (state.abandoned || state.to_derive.is_none_or(|n| n == 0)).then_some(None)
+            })
+            .flatten()
+    }
+}
+
+/// State that threads wait on. Changes are counted, so that a waiter can spin before it sleeps
+/// (see [`spin_while`]).
+struct Watched<S> {
+    state: Mutex<S>,
+    changed: Condvar,
+    changes: AtomicU64,
+}
+
+impl<S> Watched<S> {
+    fn new(state: S) -> Self {
+        Self {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+            changes: AtomicU64::new(0),
+        }
+    }
+
+    /// Changes the state and wakes whoever waits on it.
+    fn update<R>(&self, change: impl FnOnce(&mut S) -> R) -> Option<R> {
+        let mut state = self.state.lock().ok()?;
+        let result = change(&mut state);
+        self.changes.fetch_add(1, Ordering::Release);
+        self.changed.notify_all();
+        Some(result)
+    }
+
+    /// Waits until `ready` gives a result; `None` if the lock is poisoned.
+    fn wait_for<R>(&self, mut ready: impl FnMut(&mut S) -> Option<R>) -> Option<R> {
         let mut state = self.state.lock().ok()?;
         loop {
-            if let Some(job) = state.jobs.pop_front() {
-                return Some(Next::Render(Box::new(job)));
-            }
-            if let Some(position) = steal() {
-                return Some(Next::Derive(position));
-            }
-            if state.abandoned || state.to_derive.is_none_or(|n| n == 0) {
-                return None;
+            if let Some(result) = ready(&mut state) {
+                return Some(result);
             }
             let seen = self.changes.load(Ordering::Acquire);
             drop(state);
             spin_while(&self.changes, seen);
             state = self.state.lock().ok()?;
+            // Changes are made under the lock: if none came, none can come before `wait`
+            // releases it.
             if self.changes.load(Ordering::Acquire) == seen {
                 state = self.changed.wait(state).ok()?;
             }
@@ -572,6 +585,13 @@ fn plan<'a>(found: impl IntoIterator<Item = &'a FoundResource>) -> Vec<Vec<usize
             versions.into_iter().map(|(item, _)| item).collect()
         })
         .collect()
+}
+
+/// Every thread's parts of a meeting, in file order.
+fn by_file<P>(all: &[Vec<(usize, P)>]) -> Vec<&(usize, P)> {
+    let mut parts: Vec<_> = all.iter().flatten().collect();
+    parts.sort_by_key(|(file, _)| *file);
+    parts
 }
 
 fn stopped() -> ManifestError {
@@ -675,12 +695,7 @@ impl Drop for Leave<'_, '_> {
 /// A point where every participating thread of a run hands in its part of one phase and waits
 /// for the others'. The number of participants is set once it is known ([`Meet::expect`]);
 /// other threads only read the parts ([`Meet::observe`]).
-struct Meet<T> {
-    state: Mutex<Meeting<T>>,
-    changed: Condvar,
-    /// Counts changes to `state`, for waiters that spin before they sleep.
-    changes: AtomicU64,
-}
+struct Meet<T>(Watched<Meeting<T>>);
 
 struct Meeting<T> {
     expected: Option<usize>,
@@ -693,70 +708,65 @@ struct Meeting<T> {
 
 impl<T> Meet<T> {
     fn new() -> Self {
-        Self {
-            state: Mutex::new(Meeting {
-                expected: None,
-                parts: Vec::new(),
-                done: None,
-                abandoned: false,
-            }),
-            changed: Condvar::new(),
-            changes: AtomicU64::new(0),
-        }
-    }
-
-    fn changed(&self) {
-        self.changes.fetch_add(1, Ordering::Release);
-        self.changed.notify_all();
+        Self(Watched::new(Meeting {
+            expected: None,
+            parts: Vec::new(),
+            done: None,
+            abandoned: false,
+        }))
     }
 
     fn expect(&self, threads: usize) {
-        if let Ok(mut state) = self.state.lock() {
+        self.0.update(|state| {
             state.expected = Some(threads);
             state.complete();
-            self.changed();
-        }
+        });
     }
 
     fn abandon(&self) {
-        if let Ok(mut state) = self.state.lock()
-            && state.done.is_none()
-        {
-            state.abandoned = true;
-            self.changed();
+        self.0.update(|state| {
+            if state.done.is_none() {
+                state.abandoned = true;
+            }
+        });
+    }
+
+    /// Every participant's part once all are in, handing in `part` first if this thread is
+    /// a participant; `None` if a participant left.
+    fn meet(&self, participant: bool, part: T) -> Option<Arc<Vec<T>>> {
+        if participant {
+            self.arrive(part)
+        } else {
+            self.observe()
         }
     }
 
     /// Hands in `part`; returns every thread's once all are in, or `None` if a thread left.
     fn arrive(&self, part: T) -> Option<Arc<Vec<T>>> {
-        let mut state = self.state.lock().ok()?;
-        state.parts.push(part);
-        state.complete();
-        self.changed();
-        self.wait(state)
+        self.0.update(|state| {
+            state.parts.push(part);
+            state.complete();
+        })?;
+        self.observe()
     }
 
     /// Every participant's part, once all are in, or `None` if a participant left.
     fn observe(&self) -> Option<Arc<Vec<T>>> {
-        let state = self.state.lock().ok()?;
-        self.wait(state)
+        self.0
+            .wait_for(|state| {
+                if let Some(done) = &state.done {
+                    return Some(Some(Arc::clone(done)));
+                }
+                state.abandoned.then_some(None)
+            })
+            .flatten()
     }
+}
 
-    fn wait<'a>(&'a self, mut state: std::sync::MutexGuard<'a, Meeting<T>>) -> Option<Arc<Vec<T>>> {
-        loop {
-            if let Some(done) = &state.done {
-                return Some(Arc::clone(done));
-            }
-            if state.abandoned {
-                return None;
-            }
-            let seen = self.changes.load(Ordering::Acquire);
-            drop(state);
-            spin_while(&self.changes, seen);
-            state = self.state.lock().ok()?;
-            if self.changes.load(Ordering::Acquire) == seen {
-                state = self.changed.wait(state).ok()?;
-            }
+impl<T> Meeting<T> {
+    fn complete(&mut self) {
+        if self.done.is_none() && self.expected == Some(self.parts.len()) {
+            self.done = Some(Arc::new(std::mem::take(&mut self.parts)));
         }
     }
 }
@@ -774,14 +784,6 @@ fn spin_while(changes: &AtomicU64, seen: u64) {
     while changes.load(Ordering::Acquire) == seen && start.elapsed() < SPIN {
         std::hint::spin_loop();
         std::thread::yield_now();
-    }
-}
-
-impl<T> Meeting<T> {
-    fn complete(&mut self) {
-        if self.done.is_none() && self.expected == Some(self.parts.len()) {
-            self.done = Some(Arc::new(std::mem::take(&mut self.parts)));
-        }
     }
 }
 
@@ -840,18 +842,7 @@ mod tests {
     fn a_thread_that_starts_late_only_observes() {
         let sources = corpus();
         let options = Options::default();
-        let run = Run {
-            start: Start::default(),
-            sources: &sources,
-            options: &options,
-            record: false,
-            claims: Mutex::new(Claims::default()),
-            parsed: Meet::new(),
-            found: Meet::new(),
-            taken: OnceLock::new(),
-            rendering: Rendering::new(),
-            underived: AtomicBool::new(false),
-        };
+        let run = Run::new(&sources, &options, false);
         let first = run.take_part().map_err(|e| e.to_string());
         assert!(first.as_ref().is_ok_and(|share| share.outcomes.len() > 60));
         let late = std::thread::scope(|scope| {
@@ -880,48 +871,27 @@ mod tests {
                  pub struct K{group}Spec {{ {body} }}\n"
             )
         };
-        let broken_syntax: Vec<Source> = (0..8)
-            .map(|i| {
-                let text = if i % 3 == 0 {
-                    format!("pub struct Broken{i} {{")
-                } else {
-                    kind(&format!("g{i}"), "pub a: u32")
-                };
-                source(&format!("m{i}"), &text)
-            })
-            .collect();
-        let broken_attrs: Vec<Source> = (0..8)
-            .map(|i| {
-                let text = if i % 2 == 0 {
-                    format!(
-                        "#[derive(CustomResource)]\n#[kube(group = \"g{i}\", version = 3)]\npub struct S{i}Spec {{}}\n"
-                    )
-                } else {
-                    kind(&format!("g{i}"), "pub a: u32")
-                };
-                source(&format!("m{i}"), &text)
-            })
-            .collect();
-        let broken_types: Vec<Source> = (0..8)
-            .map(|i| {
-                let body = if i % 2 == 1 {
-                    format!("pub a: Missing{i}")
-                } else {
-                    "pub a: u32".to_owned()
-                };
-                // Kinds sort in the opposite order to files.
-                source(&format!("m{i}"), &kind(&format!("g{}", 7 - i), &body))
-            })
-            .collect();
+        // Eight files, `m0.rs` to `m7.rs`, the text of each by its number.
+        let files = |text: &dyn Fn(usize) -> String| -> Vec<Source> {
+            (0..8).map(|i| source(&format!("m{i}"), &text(i))).collect()
+        };
+        let broken_syntax = files(&|i| match i % 3 {
+            0 => format!("pub struct Broken{i} {{"),
+            _ => kind(&format!("g{i}"), "pub a: u32"),
+        });
+        let broken_attrs = files(&|i| match i % 2 {
+            0 => format!(
+                "#[derive(CustomResource)]\n#[kube(group = \"g{i}\", version = 3)]\npub struct S{i}Spec {{}}\n"
+            ),
+            _ => kind(&format!("g{i}"), "pub a: u32"),
+        });
+        // Kinds sort in the opposite order to files.
+        let broken_types = files(&|i| match i % 2 {
+            1 => kind(&format!("g{}", 7 - i), &format!("pub a: Missing{i}")),
+            _ => kind(&format!("g{}", 7 - i), "pub a: u32"),
+        });
         // The same version of a kind declared in two files: an error while rendering.
-        let twice: Vec<Source> = (0..8)
-            .map(|i| {
-                source(
-                    &format!("m{i}"),
-                    &kind(&format!("g{}", i % 3), "pub a: u32"),
-                )
-            })
-            .collect();
+        let twice = files(&|i| kind(&format!("g{}", i % 3), "pub a: u32"));
         for sources in [broken_syntax, broken_attrs, broken_types, twice] {
             let one = run(&sources, 1);
             let errors = one.as_ref().expect_err("the sources are broken");
