@@ -80,9 +80,26 @@ pub(super) fn derive_all(
     let threads = if stack == 0 {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, usize::from)
+        let bytes = sources.iter().map(|s| s.text.len()).sum();
+        threads_for(
+            std::thread::available_parallelism().map_or(1, usize::from),
+            bytes,
+        )
     };
     derive_on(sources, options, record, stack, threads)
+}
+
+/// At most this many threads: each builds an index of the whole crate, keeps a copy of the
+/// sources it did not parse, and meets the others twice.
+const MAX_THREADS: usize = 8;
+
+/// Source bytes per thread: for less, a thread costs more to start and to index the crate than
+/// its share of the parsing saves.
+const BYTES_PER_THREAD: usize = 8 << 10;
+
+/// How many threads a run on `cores` cores over `bytes` of source uses.
+fn threads_for(cores: usize, bytes: usize) -> usize {
+    cores.min(MAX_THREADS).min(bytes / BYTES_PER_THREAD).max(1)
 }
 
 /// [`derive_all`] on at most `threads` threads (and no more than there are files).
@@ -834,6 +851,16 @@ mod tests {
         for threads in [2, 3, 5, 64] {
             assert_eq!(run(&sources, threads), one, "{threads} threads");
         }
+    }
+
+    #[test]
+    fn threads_follow_cores_and_source_size() {
+        assert_eq!(threads_for(2, 90 << 10), 2);
+        assert_eq!(threads_for(1, 90 << 10), 1);
+        assert_eq!(threads_for(64, 5 << 20), MAX_THREADS);
+        assert_eq!(threads_for(64, 20 << 10), 2);
+        assert_eq!(threads_for(8, 4 << 10), 1);
+        assert_eq!(threads_for(0, 0), 1);
     }
 
     /// A thread that starts after every file is claimed reads the others' parts without
