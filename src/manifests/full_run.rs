@@ -3,8 +3,9 @@
 //! everything while others only render, each thread parses a share of the files, and the
 //! threads swap what every one of them needs to resolve names: each file's [`FilePart`], then
 //! the custom resources each found. Every thread then holds an index of the whole crate whose
-//! own files are loaded and whose others are parsed on demand, derives and renders the kinds
-//! declared in its files, and then helps with the kinds the others have not started.
+//! own files are loaded and whose others are parsed on demand, and derives the kinds declared
+//! in its files. Derived kinds hold no syntax tree, so any thread renders them, from a shared
+//! queue; a thread with nothing to render takes a kind no thread has started.
 //!
 //! The result does not depend on how the work fell: errors and outputs are put in the order of
 //! a run on one thread (files, then items, then kinds).

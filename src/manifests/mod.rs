@@ -126,8 +126,9 @@ pub struct Generated {
 /// overflow. Stacks are reserved address space, touched only as deep as the input goes.
 const STACK_SIZE: usize = 256 << 20;
 
-/// Jobs per render worker that may wait before the deriving thread renders one itself. Only
-/// that thread can derive, so it renders as late as it can: a job it takes while deriving (say
+/// Jobs per render worker (in a run from scratch, jobs in all) that may wait before a deriving
+/// thread renders one itself. Only that thread can derive its kinds, so it renders as late as
+/// it can: a job it takes while deriving (say
 /// a 200 KB CRD) delays every later kind while the workers may sit idle, whereas the jobs left
 /// at the end are shared by all threads. The bound keeps the derived schemas waiting in memory
 /// in check when rendering is slower than deriving.
