@@ -26,7 +26,7 @@ use super::{
     finish, found_resources,
     index::{self, FileBodies, FilePart, FileSet, Index, Structure},
     plan::Recorded,
-    render, schema, transform,
+    render, schema, sort_by_place, transform,
 };
 
 /// A kind's result on the thread that took it.
@@ -170,7 +170,7 @@ fn derive_on(
         return Err(ManifestError::Many(underived));
     }
     if !unrendered.is_empty() {
-        unrendered.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        sort_by_place(&mut unrendered);
         return Err(ManifestError::Many(unrendered));
     }
     let (generated, recorded) = assemble(finished, &[], 0, record)?;
@@ -320,7 +320,8 @@ impl<'s> Run<'s> {
                 .and_then(|&item| index.items.get(item))
                 .map(|item| item.file)
         };
-        let mut own = (0..kinds.len()).filter(|&k| first_file(&kinds[k]).is_some_and(|f| owned[f]));
+        let mut own_kinds =
+            (0..kinds.len()).filter(|&k| first_file(&kinds[k]).is_some_and(|f| owned[f]));
         let mut builder = schema::Builder::new(&index);
         let mut transforms = transform::Transforms::default();
         let mut outcomes = Vec::new();
@@ -339,7 +340,7 @@ impl<'s> Run<'s> {
             }
         };
         loop {
-            if let Some(position) = own.find(|&k| !taken[k].swap(true, Ordering::AcqRel)) {
+            if let Some(position) = own_kinds.find(|&k| !taken[k].swap(true, Ordering::AcqRel)) {
                 derive(position, &mut outcomes);
                 // Hand on what waits when the others are behind with rendering.
                 if let Some(job) = self.rendering.surplus() {
@@ -377,7 +378,7 @@ impl<'s> Run<'s> {
         resources: &mut HashMap<usize, CustomResource>,
         position: usize,
         items: &[usize],
-    ) -> Result<Derived, Vec<SourceError>> {
+    ) -> Result<DerivedKind, Vec<SourceError>> {
         let mut versions = Vec::with_capacity(items.len());
         for &item in items {
             match resources.remove(&item) {
@@ -400,7 +401,7 @@ impl<'s> Run<'s> {
             self.underived.store(true, Ordering::Release);
             return Err(errors);
         }
-        Ok(Derived {
+        Ok(DerivedKind {
             job: render::Job {
                 position,
                 versions: derived,
@@ -416,9 +417,9 @@ impl<'s> Run<'s> {
         &self,
         index: &Index,
         transforms: &mut transform::Transforms,
-        derived: Derived,
+        derived: DerivedKind,
     ) -> (usize, Outcome) {
-        let Derived { job, meta, deps } = derived;
+        let DerivedKind { job, meta, deps } = derived;
         let position = job.position;
         if self.underived.load(Ordering::Acquire) {
             // The run fails with derive errors: rendering is wasted.
@@ -451,7 +452,7 @@ impl<'s> Run<'s> {
 }
 
 /// A kind derived on one thread, to be rendered on any.
-struct Derived {
+struct DerivedKind {
     job: render::Job,
     meta: KindMeta,
     /// The files its derivation read.
@@ -460,7 +461,7 @@ struct Derived {
 
 /// What a thread does next once its own kinds are derived.
 enum Next {
-    Render(Box<Derived>),
+    Render(Box<DerivedKind>),
     /// A kind no thread had started, now this thread's to derive.
     Derive(usize),
 }
@@ -471,7 +472,7 @@ struct Rendering(Watched<Waiting>);
 
 #[derive(Default)]
 struct Waiting {
-    jobs: std::collections::VecDeque<Derived>,
+    jobs: std::collections::VecDeque<DerivedKind>,
     /// Kinds not derived yet (set once the plan is known).
     to_derive: Option<usize>,
     /// A thread left early: nobody waits any longer.
@@ -490,7 +491,7 @@ impl Rendering {
         });
     }
 
-    fn push(&self, derived: Derived) {
+    fn push(&self, derived: DerivedKind) {
         self.0.update(|state| {
             state.jobs.push_back(derived);
             state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
@@ -509,7 +510,7 @@ impl Rendering {
     }
 
     /// A job, if more than [`BACKLOG`] wait.
-    fn surplus(&self) -> Option<Derived> {
+    fn surplus(&self) -> Option<DerivedKind> {
         self.0
             .update(|state| {
                 if state.jobs.len() > BACKLOG {

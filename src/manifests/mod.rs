@@ -128,9 +128,8 @@ const STACK_SIZE: usize = 256 << 20;
 
 /// Jobs per render worker (in a run from scratch, jobs in all) that may wait before a deriving
 /// thread renders one itself. Only that thread can derive its kinds, so it renders as late as
-/// it can: a job it takes while deriving (say
-/// a 200 KB CRD) delays every later kind while the workers may sit idle, whereas the jobs left
-/// at the end are shared by all threads. The bound keeps the derived schemas waiting in memory
+/// it can: a job it takes while deriving (say a 200 KB CRD) delays every later kind while the
+/// workers may sit idle, whereas the jobs left at the end are shared by all threads. The bound keeps the derived schemas waiting in memory
 /// in check when rendering is slower than deriving.
 const BACKLOG: usize = 16;
 
@@ -440,7 +439,7 @@ fn derive_planned(
         }
     }
     if !errors.is_empty() {
-        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        sort_by_place(&mut errors);
         return Err(ManifestError::Many(errors));
     }
     let mut slots: Vec<Option<render::Rendered>> = (0..kinds.len()).map(|_| None).collect();
@@ -474,6 +473,11 @@ fn derive_planned(
     assemble(results, previous_blob, blob_start, record)
 }
 
+/// Render errors in source order (the threads that rendered them finish in any order).
+fn sort_by_place(errors: &mut [error::SourceError]) {
+    errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+}
+
 /// One kind of a run, rendered and located: what [`assemble`] puts in order.
 struct Finished {
     output: Output,
@@ -482,9 +486,10 @@ struct Finished {
     cached: Option<cache::Kind>,
 }
 
-/// Locates a rendered kind's lint findings in the source (on the thread that derived it: spans
-/// are read where they were parsed) and, with `record`, describes it for the cache. `deps` are
-/// the files its derivation read; locating reads source too, and those files count as well.
+/// Locates a rendered kind's lint findings in the source (with `versions` read on this thread:
+/// spans are read where they were parsed) and, with `record`, describes it for the cache.
+/// `deps` are the files its derivation read; locating reads source too, and those files count
+/// as well.
 fn finish(
     index: &Index,
     versions: &[CustomResource],
