@@ -237,9 +237,7 @@ impl<'s> Run<'s> {
         if !errors.is_empty() {
             return Err(ManifestError::Many(errors));
         }
-        let structure = Structure::from_parts(parsed.iter().filter_map(|(_, p)| p.as_ref().ok()));
-        drop(parsed);
-        drop(all);
+        let parts: Vec<&FilePart> = parsed.iter().filter_map(|(_, p)| p.as_ref().ok()).collect();
         let owned: Vec<bool> = {
             let mut owned = vec![false; self.sources.len()];
             for (file, _) in &own {
@@ -259,12 +257,10 @@ impl<'s> Run<'s> {
                 }
             })
             .collect();
-        let index = Index::from_structure(structure, texts).ok_or_else(stopped)?;
-        for (file, bodies) in own {
-            if !index.fill(file, bodies) {
-                return Err(stopped());
-            }
-        }
+        let index = Index::from_parts(&parts, texts, own).ok_or_else(stopped)?;
+        drop(parts);
+        drop(parsed);
+        drop(all);
 
         // The custom resources of this thread's files, then everyone's.
         let mut resources: HashMap<usize, CustomResource> = HashMap::new();

@@ -180,8 +180,24 @@ struct Added {
 }
 
 impl Index {
-    /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
-    /// Takes the file: its items move into the index rather than being copied.
+    /// The index of files parsed into `parts` (in file order), with the bodies of the files in
+    /// `bodies` filled in and every other file parsed on demand from `texts` (module, text per
+    /// file). `None` if a part and its bodies disagree.
+    pub fn from_parts(
+        parts: &[&FilePart],
+        texts: Vec<(String, String)>,
+        bodies: Vec<(usize, FileBodies)>,
+    ) -> Option<Self> {
+        let index = Self::from_structure(Structure::from_parts(parts.iter().copied()), texts)?;
+        bodies
+            .into_iter()
+            .all(|(file, bodies)| index.fill(file, bodies))
+            .then_some(index)
+    }
+
+    /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`), one after
+    /// the other: the reference that [`Structure::from_parts`] is tested against.
+    #[cfg(test)]
     pub fn add_file(&mut self, path: &Path, module: &str, file: syn::File) {
         let file_index = self.files.len();
         self.files.push(path.to_path_buf());
@@ -197,6 +213,7 @@ impl Index {
 
     /// Moves what one file added into the index, numbering its items after those of the files
     /// before it.
+    #[cfg(test)]
     fn commit(&mut self, added: Added) {
         let start = self.items.len();
         for (offset, item) in added.items.into_iter().enumerate() {

@@ -659,19 +659,25 @@ pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> 
 
 /// Parses every source into one index; every file's syntax error is reported, not just the first.
 fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
-    let mut index = Index::default();
+    let mut parts = Vec::with_capacity(sources.len());
+    let mut bodies = Vec::with_capacity(sources.len());
     let mut errors = Vec::new();
-    for source in sources {
+    for (file, source) in sources.iter().enumerate() {
         match index::parse_file(&source.path, &source.text) {
-            Ok(file) => index.add_file(&source.path, &source.module, file),
+            Ok(parsed) => {
+                let (part, body) = index::split_file(&source.path, &source.module, parsed, file);
+                parts.push(part);
+                bodies.push((file, body));
+            }
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() {
-        Ok(index)
-    } else {
-        Err(ManifestError::Many(errors))
+    if !errors.is_empty() {
+        return Err(ManifestError::Many(errors));
     }
+    let texts = vec![(String::new(), String::new()); parts.len()];
+    Index::from_parts(&parts.iter().collect::<Vec<_>>(), texts, bodies)
+        .ok_or_else(|| ManifestError::Other("the index of the sources is inconsistent".into()))
 }
 
 /// Every struct among `items` deriving `CustomResource`, with its parsed `#[kube(...)]`.
