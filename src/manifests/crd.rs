@@ -459,10 +459,18 @@ pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
 /// Serializes a CRD the way `serde_yaml::to_string(&crd)` does: with kopgen's port of its
 /// emitter where that covers the CRD, else with serde_yaml itself.
 pub fn to_yaml(crd: &impl serde::Serialize) -> Result<String, String> {
-    match super::yaml::to_string(crd) {
+    to_yaml_after("", crd)
+}
+
+/// `header` followed by [`to_yaml`]'s document, in one allocation.
+pub fn to_yaml_after(header: &str, crd: &impl serde::Serialize) -> Result<String, String> {
+    match super::yaml::to_string_after(header, crd) {
         Ok(yaml) => {
             if cfg!(debug_assertions) {
-                let expected = serde_yaml::to_string(crd).map_err(|e| e.to_string())?;
+                let expected = format!(
+                    "{header}{}",
+                    serde_yaml::to_string(crd).map_err(|e| e.to_string())?
+                );
                 assert!(
                     yaml == expected,
                     "the YAML writer departs from serde_yaml:\n{}",
@@ -473,7 +481,9 @@ pub fn to_yaml(crd: &impl serde::Serialize) -> Result<String, String> {
             }
             Ok(yaml)
         }
-        Err(super::yaml::Unsupported) => serde_yaml::to_string(crd).map_err(|e| e.to_string()),
+        Err(super::yaml::Unsupported) => serde_yaml::to_string(crd)
+            .map(|yaml| format!("{header}{yaml}"))
+            .map_err(|e| e.to_string()),
     }
 }
 

@@ -5,7 +5,9 @@
 //! the custom resources each found. Every thread then holds an index of the whole crate whose
 //! own files are loaded and whose others are parsed on demand, and derives the kinds declared
 //! in its files. Derived kinds hold no syntax tree, so any thread renders them, from a shared
-//! queue; a thread with nothing to render takes a kind no thread has started.
+//! queue; a thread with nothing to render takes a kind no thread has started. Lint findings
+//! are located in the source by the thread that derived the kind: it has the kind's files
+//! loaded, where another thread would have to parse them again.
 //!
 //! The result does not depend on how the work fell: errors and outputs are put in the order of
 //! a run on one thread (files, then items, then kinds).
@@ -14,7 +16,7 @@ use std::{
     collections::{BTreeMap, HashMap},
     sync::{
         Arc, Condvar, Mutex, OnceLock,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
 };
 
@@ -48,6 +50,9 @@ type FoundInFile = (usize, Result<Vec<FoundResource>, Vec<SourceError>>);
 /// What the threads of a run share.
 struct Run<'s> {
     start: Start,
+    /// Numbers the threads that take part, so that a kind can go back to the one that derived
+    /// it.
+    next_thread: AtomicUsize,
     sources: &'s [Source],
     options: &'s Options,
     record: bool,
@@ -190,6 +195,7 @@ impl<'s> Run<'s> {
     fn new(sources: &'s [Source], options: &'s Options, record: bool) -> Self {
         Self {
             start: Start::default(),
+            next_thread: AtomicUsize::new(0),
             sources,
             options,
             record,
@@ -210,7 +216,9 @@ impl<'s> Run<'s> {
         let leave = Leave {
             run: self,
             participant: std::cell::Cell::new(false),
+            done: std::cell::Cell::new(false),
         };
+        let me = self.next_thread.fetch_add(1, Ordering::Relaxed);
         let mut own: Vec<(usize, FileBodies)> = Vec::new();
         let mut parts = Vec::new();
         while let Some(file) = self.claim(&leave.participant) {
@@ -321,44 +329,70 @@ impl<'s> Run<'s> {
         let mut builder = schema::Builder::new(&index);
         let mut transforms = transform::Transforms::default();
         let mut outcomes = Vec::new();
-        let mut derive = |position: usize, outcomes: &mut Vec<(usize, Outcome)>| match self
-            .derive_kind(
-                &index,
-                &mut builder,
-                &mut resources,
-                position,
-                &kinds[position],
-            ) {
-            Ok(job) => self.rendering.push(job),
-            Err(errors) => {
-                outcomes.push((position, Outcome::Underived(errors)));
-                self.rendering.skip();
-            }
-        };
+        // The custom resources of each kind this thread derived and has not finished.
+        let mut derived: HashMap<usize, Vec<CustomResource>> = HashMap::new();
+        let mut derive =
+            |position: usize,
+             outcomes: &mut Vec<(usize, Outcome)>,
+             derived: &mut HashMap<usize, Vec<CustomResource>>| {
+                match self.derive_kind(
+                    me,
+                    &index,
+                    &mut builder,
+                    &mut resources,
+                    position,
+                    &kinds[position],
+                ) {
+                    Ok((job, versions)) => {
+                        derived.insert(position, versions);
+                        self.rendering.push(job);
+                    }
+                    Err(errors) => {
+                        outcomes.push((position, Outcome::Underived(errors)));
+                        self.rendering.skip();
+                    }
+                }
+            };
         loop {
             if let Some(position) = own_kinds.find(|&k| !taken[k].swap(true, Ordering::AcqRel)) {
-                derive(position, &mut outcomes);
+                derive(position, &mut outcomes, &mut derived);
                 // Hand on what waits when the others are behind with rendering.
                 if let Some(job) = self.rendering.surplus() {
-                    outcomes.push(self.render_job(&index, &mut transforms, job));
+                    outcomes.extend(self.render_job(
+                        me,
+                        &index,
+                        &mut transforms,
+                        &mut derived,
+                        job,
+                    ));
                 }
                 continue;
             }
-            if let Some(job) = self.rendering.next(|| {
+            if let Some(job) = self.rendering.next(me, || {
                 (0..taken.len())
                     .rev()
                     .find(|&k| !taken[k].swap(true, Ordering::AcqRel))
             }) {
                 match job {
-                    Next::Render(job) => {
-                        outcomes.push(self.render_job(&index, &mut transforms, *job));
+                    Next::Locate(job) => {
+                        outcomes.push(self.locate_job(me, &index, &mut derived, *job));
                     }
-                    Next::Derive(position) => derive(position, &mut outcomes),
+                    Next::Render(job) => {
+                        outcomes.extend(self.render_job(
+                            me,
+                            &index,
+                            &mut transforms,
+                            &mut derived,
+                            *job,
+                        ));
+                    }
+                    Next::Derive(position) => derive(position, &mut outcomes, &mut derived),
                 }
                 continue;
             }
             break;
         }
+        leave.done.set(true);
         Ok(Share {
             kinds: kinds.len(),
             outcomes,
@@ -369,12 +403,13 @@ impl<'s> Run<'s> {
     /// Derives the kind whose versions are the structs `items`, for any thread to render.
     fn derive_kind(
         &self,
+        me: usize,
         index: &Index,
         builder: &mut schema::Builder,
         resources: &mut HashMap<usize, CustomResource>,
         position: usize,
         items: &[usize],
-    ) -> Result<DerivedKind, Vec<SourceError>> {
+    ) -> Result<(DerivedKind, Vec<CustomResource>), Vec<SourceError>> {
         let mut versions = Vec::with_capacity(items.len());
         for &item in items {
             match resources.remove(&item) {
@@ -397,66 +432,144 @@ impl<'s> Run<'s> {
             self.underived.store(true, Ordering::Release);
             return Err(errors);
         }
-        Ok(DerivedKind {
-            job: render::Job {
-                position,
-                versions: derived,
+        let meta = KindMeta::of(&versions);
+        Ok((
+            DerivedKind {
+                job: render::Job {
+                    position,
+                    versions: derived,
+                },
+                owner: me,
+                meta,
+                deps,
             },
-            meta: KindMeta::of(&versions),
-            deps,
-        })
+            versions,
+        ))
     }
 
-    /// Renders a derived kind and locates its findings, reading the spec structs' files here
-    /// when this thread did not derive it.
+    /// Renders a derived kind. Its findings are located by the thread that derived it (`owner`,
+    /// whose `derived` hold its custom resources): when that is another thread, the kind goes
+    /// back to it and there is no outcome here.
     fn render_job(
         &self,
+        me: usize,
         index: &Index,
         transforms: &mut transform::Transforms,
-        derived: DerivedKind,
-    ) -> (usize, Outcome) {
-        let DerivedKind { job, meta, deps } = derived;
+        derived: &mut HashMap<usize, Vec<CustomResource>>,
+        kind: DerivedKind,
+    ) -> Option<(usize, Outcome)> {
+        let DerivedKind {
+            job,
+            owner,
+            meta,
+            deps,
+        } = kind;
         let position = job.position;
-        if self.underived.load(Ordering::Acquire) {
-            // The run fails with derive errors: rendering is wasted.
-            return (position, Outcome::Unrendered(Vec::new()));
-        }
-        let outcome = match render::render(job, transforms, self.options) {
-            Ok(rendered) => {
-                let versions: Vec<CustomResource> = if rendered.findings.is_empty() {
-                    Vec::new()
-                } else {
-                    meta.versions
-                        .iter()
-                        .filter_map(|&(item, _)| found_resources(index, item..item + 1).ok())
-                        .flatten()
-                        .collect()
-                };
-                Outcome::Done(Box::new(finish(
-                    index,
-                    &versions,
-                    &meta,
-                    &deps,
-                    rendered,
-                    self.record,
-                )))
-            }
-            Err(errors) => Outcome::Unrendered(errors),
+        let mine = if owner == me {
+            derived.remove(&position)
+        } else {
+            None
         };
+        let outcome = if self.underived.load(Ordering::Acquire) {
+            // The run fails with derive errors: rendering is wasted.
+            Outcome::Unrendered(Vec::new())
+        } else {
+            match render::render(job, transforms, self.options) {
+                Ok(rendered) if !rendered.findings.is_empty() && owner != me => {
+                    self.rendering.hand_back(
+                        owner,
+                        Unlocated {
+                            meta,
+                            deps,
+                            rendered,
+                        },
+                    );
+                    return None;
+                }
+                Ok(rendered) => {
+                    // Findings are only located here by the owner, which kept the versions.
+                    let versions = if rendered.findings.is_empty() {
+                        Vec::new()
+                    } else {
+                        mine.unwrap_or_else(|| self.versions_of(index, &meta))
+                    };
+                    Outcome::Done(Box::new(finish(
+                        index,
+                        &versions,
+                        &meta,
+                        &deps,
+                        rendered,
+                        self.record,
+                    )))
+                }
+                Err(errors) => Outcome::Unrendered(errors),
+            }
+        };
+        self.rendering.finished(owner);
+        Some((position, outcome))
+    }
+
+    /// Locates the findings of a kind this thread derived and another rendered.
+    fn locate_job(
+        &self,
+        me: usize,
+        index: &Index,
+        derived: &mut HashMap<usize, Vec<CustomResource>>,
+        kind: Unlocated,
+    ) -> (usize, Outcome) {
+        let Unlocated {
+            meta,
+            deps,
+            rendered,
+        } = kind;
+        let position = rendered.position;
+        let versions = derived
+            .remove(&position)
+            .unwrap_or_else(|| self.versions_of(index, &meta));
+        let outcome = Outcome::Done(Box::new(finish(
+            index,
+            &versions,
+            &meta,
+            &deps,
+            rendered,
+            self.record,
+        )));
+        self.rendering.finished(me);
         (position, outcome)
+    }
+
+    /// The custom resources of a kind's versions, read from the index.
+    fn versions_of(&self, index: &Index, meta: &KindMeta) -> Vec<CustomResource> {
+        meta.versions
+            .iter()
+            .filter_map(|&(item, _)| found_resources(index, item..item + 1).ok())
+            .flatten()
+            .collect()
     }
 }
 
 /// A kind derived on one thread, to be rendered on any.
 struct DerivedKind {
     job: render::Job,
+    /// The thread that derived it.
+    owner: usize,
     meta: KindMeta,
     /// The files its derivation read.
     deps: FileSet,
 }
 
+/// A kind rendered with findings by a thread other than the one that derived it, going back
+/// to that one to locate them.
+struct Unlocated {
+    meta: KindMeta,
+    deps: FileSet,
+    rendered: render::Rendered,
+}
+
 /// What a thread does next once its own kinds are derived.
 enum Next {
+    /// Locate the findings of a kind this thread derived.
+    Locate(Box<Unlocated>),
     Render(Box<DerivedKind>),
     /// A kind no thread had started, now this thread's to derive.
     Derive(usize),
@@ -469,10 +582,28 @@ struct Rendering(Watched<Waiting>);
 #[derive(Default)]
 struct Waiting {
     jobs: std::collections::VecDeque<DerivedKind>,
+    /// By thread: the kinds it derived that are not finished yet, and those rendered elsewhere
+    /// that wait for it to locate their findings. A thread leaves only once both are done.
+    owners: Vec<Owned>,
     /// Kinds not derived yet (set once the plan is known).
     to_derive: Option<usize>,
     /// A thread left early: nobody waits any longer.
     abandoned: bool,
+}
+
+#[derive(Default)]
+struct Owned {
+    unfinished: usize,
+    handed_back: std::collections::VecDeque<Unlocated>,
+}
+
+impl Waiting {
+    fn owned(&mut self, thread: usize) -> &mut Owned {
+        if self.owners.len() <= thread {
+            self.owners.resize_with(thread + 1, Owned::default);
+        }
+        &mut self.owners[thread]
+    }
 }
 
 impl Rendering {
@@ -487,9 +618,11 @@ impl Rendering {
         });
     }
 
-    fn push(&self, derived: DerivedKind) {
+    /// A derived kind, for any thread to render.
+    fn push(&self, job: DerivedKind) {
         self.0.update(|state| {
-            state.jobs.push_back(derived);
+            state.owned(job.owner).unfinished += 1;
+            state.jobs.push_back(job);
             state.to_derive = state.to_derive.map(|n| n.saturating_sub(1));
         });
     }
@@ -505,6 +638,20 @@ impl Rendering {
         self.0.update(|state| state.abandoned = true);
     }
 
+    /// A kind that thread `owner` derived is finished.
+    fn finished(&self, owner: usize) {
+        self.0.update(|state| {
+            let owned = state.owned(owner);
+            owned.unfinished = owned.unfinished.saturating_sub(1);
+        });
+    }
+
+    /// A kind rendered here goes back to the thread that derived it.
+    fn hand_back(&self, owner: usize, kind: Unlocated) {
+        self.0
+            .update(|state| state.owned(owner).handed_back.push_back(kind));
+    }
+
     /// A job, if more than [`BACKLOG`] wait.
     fn surplus(&self) -> Option<DerivedKind> {
         self.0
@@ -518,18 +665,26 @@ impl Rendering {
             .flatten()
     }
 
-    /// The next job, else a kind `steal` takes, else (once every kind is derived and rendered
-    /// or being rendered) `None`; waits while other threads are still deriving.
-    fn next(&self, steal: impl Fn() -> Option<usize>) -> Option<Next> {
+    /// For thread `me`: a kind of its own handed back, else the next job, else a kind `steal`
+    /// takes, else (once every kind is derived and rendered or being rendered, and those `me`
+    /// derived are finished) `None`; waits while other threads are still at work.
+    fn next(&self, me: usize, steal: impl Fn() -> Option<usize>) -> Option<Next> {
         self.0
             .wait_for(|state| {
+                if state.abandoned {
+                    return Some(None);
+                }
+                if let Some(kind) = state.owned(me).handed_back.pop_front() {
+                    return Some(Some(Next::Locate(Box::new(kind))));
+                }
                 if let Some(job) = state.jobs.pop_front() {
                     return Some(Some(Next::Render(Box::new(job))));
                 }
                 if let Some(position) = steal() {
                     return Some(Some(Next::Derive(position)));
                 }
-                (state.abandoned || state.to_derive.is_none_or(|n| n == 0)).then_some(None)
+                (state.to_derive.is_none_or(|n| n == 0) && state.owned(me).unfinished == 0)
+                    .then_some(None)
             })
             .flatten()
     }
@@ -695,11 +850,15 @@ struct Leave<'r, 's> {
     run: &'r Run<'s>,
     /// Whether the others wait for this thread at the meetings.
     participant: std::cell::Cell<bool>,
+    /// Whether it did its part: then nobody waits for it anyway.
+    done: std::cell::Cell<bool>,
 }
 
 impl Drop for Leave<'_, '_> {
     fn drop(&mut self) {
-        self.run.rendering.abandon();
+        if !self.done.get() {
+            self.run.rendering.abandon();
+        }
         if self.participant.get() {
             self.run.parsed.abandon();
             self.run.found.abandon();

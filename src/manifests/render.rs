@@ -151,11 +151,11 @@ pub fn render(
         } else {
             Vec::new()
         };
-        let yaml = crd::to_yaml(&crd).map_err(|e| vec![first_at.reworded(e)])?;
+        let yaml = crd::to_yaml_after(HEADER, &crd).map_err(|e| vec![first_at.reworded(e)])?;
         if cfg!(debug_assertions) {
             assert_eq!(
                 yaml,
-                typed_yaml(&merged, &schemas),
+                format!("{HEADER}{}", typed_yaml(&merged, &schemas)),
                 "the JSON schema writer departs from the typed CRD"
             );
         }
@@ -172,14 +172,14 @@ pub fn render(
         } else {
             Vec::new()
         };
-        let yaml = crd::to_yaml(&merged).map_err(|e| vec![first_at.reworded(e)])?;
+        let yaml = crd::to_yaml_after(HEADER, &merged).map_err(|e| vec![first_at.reworded(e)])?;
         (findings, yaml)
     };
     Ok(Rendered {
         position: job.position,
         output: Output {
             path,
-            contents: format!("{HEADER}{yaml}"),
+            contents: yaml,
         },
         crd_name: merged.metadata.name.clone().unwrap_or_default(),
         findings,

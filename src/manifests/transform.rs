@@ -80,12 +80,147 @@ impl Transforms {
     /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
     /// `crd()` would panic at run time); that panic is returned as a message instead.
     pub fn apply(&mut self, schema: &mut Schema) -> Result<(), String> {
+        let features = Features::of(schema.as_value());
+        #[cfg(debug_assertions)]
+        let mut every = schema.clone();
         let generator = &mut self.generator;
-        super::error::catch_panic(|| {
+        let applied = super::error::catch_panic(|| {
             for transform in generator.transforms_mut() {
-                transform.transform(schema);
+                if features.need(transform) {
+                    transform.transform(schema);
+                }
             }
-        })
+        });
+        #[cfg(debug_assertions)]
+        {
+            let all = super::error::catch_panic(|| {
+                for transform in generator.transforms_mut() {
+                    transform.transform(&mut every);
+                }
+            });
+            debug_assert_eq!(all.is_ok(), applied.is_ok());
+            debug_assert!(
+                all.is_err() || every == *schema,
+                "skipping transforms that find nothing to do changed the schema"
+            );
+        }
+        applied
+    }
+}
+
+/// What a schema holds that some transform acts on. Most transforms of kube-derive's generator
+/// rewrite a keyword that kopgen's schemas seldom hold (`const`, `examples`, `prefixItems`,
+/// `$ref`, ...), yet each walks the whole tree, and a CRD embedding `PodTemplateSpec` has
+/// thousands of nodes. One walk finds which of them have anything to do. It looks at every
+/// object in the tree, subschema or not, so it errs only towards running a transform.
+#[derive(Debug, Default)]
+struct Features {
+    unevaluated: bool,
+    bool_subschema: bool,
+    null_type: bool,
+    only_null_type: bool,
+    reference: bool,
+    examples: bool,
+    constant: bool,
+    prefix_items: bool,
+    any_of: bool,
+    int_or_string: bool,
+}
+
+impl Features {
+    fn of(schema: &Value) -> Self {
+        let mut features = Self {
+            // `ReplaceBoolSchemas` turns a boolean root into an object.
+            bool_subschema: !schema.is_object(),
+            ..Self::default()
+        };
+        features.scan(schema);
+        features
+    }
+
+    fn scan(&mut self, value: &Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    self.entry(key, value);
+                    self.scan(value);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.scan(item)),
+            _ => {}
+        }
+    }
+
+    fn entry(&mut self, key: &str, value: &Value) {
+        match key {
+            "unevaluatedProperties" => self.unevaluated = true,
+            "$ref" => self.reference = true,
+            "examples" => self.examples = true,
+            "const" => self.constant = true,
+            "prefixItems" => self.prefix_items = true,
+            "anyOf" => self.any_of = true,
+            "x-kubernetes-int-or-string" => self.int_or_string = true,
+            // As `Schema::has_type("null")` reads it; `AddNullable` adds a `const` when null
+            // is the only type.
+            "type" => match value {
+                Value::String(ty) if ty == "null" => {
+                    self.null_type = true;
+                    self.only_null_type = true;
+                }
+                Value::Array(types) if types.iter().any(|t| t == "null") => {
+                    self.null_type = true;
+                    self.only_null_type |= types.iter().all(|t| t == "null");
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        // `ReplaceBoolSchemas` leaves `additionalProperties` as it is.
+        let boolean_subschema = match value {
+            Value::Bool(_) => key == "items" || SINGLE.contains(&key),
+            Value::Array(items) => {
+                (key == "items" || ARRAYS.contains(&key)) && items.iter().any(Value::is_boolean)
+            }
+            Value::Object(map) => MAPS.contains(&key) && map.values().any(Value::is_boolean),
+            _ => false,
+        };
+        self.bool_subschema |= boolean_subschema && key != "additionalProperties";
+    }
+
+    /// Whether `transform` may change a schema with these features. The transforms run in
+    /// order, so each answer also covers what the ones before it may add: `AddNullable` adds
+    /// `const` (for `ReplaceConstValue`); `ReplaceUnevaluatedProperties` adds boolean
+    /// subschemas, so when it runs, everything does.
+    fn need(&self, transform: &dyn schemars::generate::GenTransform) -> bool {
+        use kube_core::schema::{OptionalEnum, OptionalIntOrString};
+        use schemars::transform::{
+            AddNullable, RemoveRefSiblings, ReplaceBoolSchemas, ReplaceConstValue,
+            ReplacePrefixItems, ReplaceUnevaluatedProperties, SetSingleExample,
+        };
+        if self.unevaluated {
+            return true;
+        }
+        if transform.is::<ReplaceUnevaluatedProperties>() {
+            false
+        } else if transform.is::<ReplaceBoolSchemas>() {
+            self.bool_subschema
+        } else if transform.is::<AddNullable>() {
+            self.null_type
+        } else if transform.is::<RemoveRefSiblings>() {
+            self.reference
+        } else if transform.is::<SetSingleExample>() {
+            self.examples
+        } else if transform.is::<ReplaceConstValue>() {
+            self.constant || self.only_null_type
+        } else if transform.is::<ReplacePrefixItems>() {
+            self.prefix_items
+        } else if transform.is::<OptionalEnum>() {
+            self.any_of
+        } else if transform.is::<OptionalIntOrString>() {
+            self.int_or_string
+        } else {
+            true
+        }
     }
 }
 
@@ -226,49 +361,54 @@ fn normalize_for_rewriter(schema: &mut Schema) -> bool {
     let Some(node) = schema.as_object_mut() else {
         return true;
     };
-    if ["anyOf", "oneOf", "uniqueItems"]
-        .iter()
-        .any(|k| node.contains_key(*k))
-    {
-        return false;
-    }
-    if MODEL_KEYS
-        .iter()
-        .any(|k| node.get(*k).is_some_and(Value::is_null))
-        || node.get("description").is_some_and(|d| !d.is_string())
-        || node.get("required").is_some_and(|r| {
-            r.as_array()
-                .is_none_or(|names| !names.iter().all(Value::is_string))
-        })
-    {
-        return false;
-    }
-    for key in ["properties", "patternProperties"] {
-        if node.get(key).is_some_and(|p| !p.is_object()) {
-            return false;
+    // One look at each entry (a node has a handful) instead of a lookup per model key.
+    let mut properties = false;
+    let mut boolean_additional = false;
+    let mut required = None;
+    let mut empty = [false; 2];
+    for (key, value) in node.iter() {
+        match key.as_str() {
+            "anyOf" | "oneOf" | "uniqueItems" => return false,
+            "description" if !value.is_string() => return false,
+            "required" => match value.as_array() {
+                Some(names) if names.iter().all(Value::is_string) => {
+                    required = Some(names.is_empty());
+                }
+                _ => return false,
+            },
+            "properties" | "patternProperties" => match value.as_object() {
+                Some(map) => {
+                    let is_properties = key == "properties";
+                    properties |= is_properties && !map.is_empty();
+                    empty[usize::from(!is_properties)] = map.is_empty();
+                }
+                None => return false,
+            },
+            "additionalProperties" if value.is_null() => return false,
+            "additionalProperties" => boolean_additional = value.is_boolean(),
+            key if value.is_null() && MODEL_KEYS.contains(&key) => return false,
+            _ => {}
         }
     }
-    if node
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| !p.is_empty())
-        && node
-            .get("additionalProperties")
-            .is_some_and(Value::is_boolean)
-    {
+    if properties && boolean_additional {
         return false;
     }
     // The model keeps `required` as a set and omits empty collections.
-    if let Some(Value::Array(names)) = node.get_mut("required") {
-        names.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-        names.dedup();
+    match required {
+        Some(true) => {
+            node.remove("required");
+        }
+        Some(false) => {
+            if let Some(Value::Array(names)) = node.get_mut("required")
+                && !names.is_sorted_by(|a, b| a.as_str() < b.as_str())
+            {
+                names.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+                names.dedup();
+            }
+        }
+        None => {}
     }
-    for key in ["required", "properties", "patternProperties"] {
-        let empty = match node.get(key) {
-            Some(Value::Array(items)) => items.is_empty(),
-            Some(Value::Object(map)) => map.is_empty(),
-            _ => false,
-        };
+    for (key, empty) in ["properties", "patternProperties"].into_iter().zip(empty) {
         if empty {
             node.remove(key);
         }
@@ -323,5 +463,54 @@ mod tests {
         assert_eq!(node.get("required"), Some(&json!(["a", "b"])));
         let mut hoisted = Schema::try_from(json!({"oneOf": []})).expect("schema");
         assert!(!normalize_for_rewriter(&mut hoisted));
+    }
+    /// Transforms skipped for want of anything to do would have changed nothing: each keyword
+    /// some transform rewrites, nested where only a walk of the whole tree finds it, gives what
+    /// kube-derive's generator gives with every transform.
+    #[test]
+    fn skipped_transforms_would_change_nothing() {
+        let nested = |inner: Value| json!({"type": "object", "properties": {"outer": {"type": "array", "items": {"type": "object", "properties": {"a": inner}}}}});
+        let cases = [
+            nested(json!({"type": "string", "const": "x"})),
+            nested(json!({"type": "string", "examples": ["e", "f"]})),
+            nested(json!({"type": "array", "prefixItems": [{"type": "string"}], "items": false})),
+            nested(json!({"$ref": "#/components/schemas/X", "description": "d"})),
+            nested(
+                json!({"type": "object", "properties": {"b": {"type": "string"}}, "unevaluatedProperties": false, "allOf": [{"properties": {"c": {"type": "integer"}}}]}),
+            ),
+            nested(
+                json!({"type": "object", "properties": {"b": true, "c": {"type": "array", "items": true}}}),
+            ),
+            nested(json!({"type": "null"})),
+            nested(json!({"type": ["string", "null"]})),
+            nested(
+                json!({"anyOf": [{"type": "string", "enum": ["A", "B"]}, {"enum": [null], "nullable": true}]}),
+            ),
+            nested(
+                json!({"type": "object", "properties": {"q": {"x-kubernetes-int-or-string": true}}}),
+            ),
+            nested(
+                json!({"type": "object", "additionalProperties": false, "properties": {"b": {"type": "string"}}}),
+            ),
+            nested(json!({"type": "string"})),
+            json!(true),
+        ];
+        let mut transforms = Transforms::default();
+        for case in cases {
+            let mut ours = Schema::try_from(case.clone()).expect("schema");
+            let ours_result = transforms.apply(&mut ours);
+            let mut generator =
+                schemars::SchemaGenerator::new(super::super::schema::kube_settings());
+            let mut theirs = Schema::try_from(case.clone()).expect("schema");
+            let theirs_result = crate::manifests::error::catch_panic(|| {
+                for transform in generator.transforms_mut() {
+                    transform.transform(&mut theirs);
+                }
+            });
+            assert_eq!(ours_result.is_ok(), theirs_result.is_ok(), "on {case}");
+            if ours_result.is_ok() {
+                assert_eq!(ours, theirs, "on {case}");
+            }
+        }
     }
 }

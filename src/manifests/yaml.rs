@@ -33,17 +33,46 @@ impl ser::Error for Unsupported {
 
 /// `value` as `serde_yaml::to_string(value)` writes it.
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Unsupported> {
+    to_string_after("", value)
+}
+
+/// `header` followed by `value` as `serde_yaml::to_string(value)` writes it.
+pub fn to_string_after<T: Serialize + ?Sized>(
+    header: &str,
+    value: &T,
+) -> Result<String, Unsupported> {
+    let mut buffer = BUFFER.take();
+    buffer.clear();
     let mut serializer = Serializer {
-        w: Writer::default(),
+        w: Writer::into(buffer),
         next: Ctx::default(),
         frames: Vec::new(),
     };
-    value.serialize(&mut serializer)?;
-    // libyaml's document end: a line break unless the output already ends at an indentation.
-    serializer.w.indent = -1;
-    serializer.w.write_indent();
-    Ok(serializer.w.out)
+    let written = value.serialize(&mut serializer).map(|()| {
+        // libyaml's document end: a line break unless the output already ends at an
+        // indentation.
+        serializer.w.indent = -1;
+        serializer.w.write_indent();
+        let mut written = String::with_capacity(header.len() + serializer.w.out.len());
+        written.push_str(header);
+        written.push_str(&serializer.w.out);
+        written
+    });
+    if serializer.w.out.capacity() <= KEPT_BUFFER {
+        BUFFER.set(serializer.w.out);
+    }
+    written
 }
+
+thread_local! {
+    /// Where a thread writes its documents. A document grown by doubling copies itself and
+    /// touches fresh memory at each step, and the large ones (600 KB) do so a dozen times; a
+    /// buffer kept for the next document has grown already, and the copy out is exact.
+    static BUFFER: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// The largest buffer a thread keeps between documents.
+const KEPT_BUFFER: usize = 8 << 20;
 
 /// The context a node is written in (libyaml's `mapping_context` and `simple_key_context`).
 #[derive(Debug, Default, Clone, Copy)]
@@ -62,10 +91,10 @@ struct Writer {
     indention: bool,
 }
 
-impl Default for Writer {
-    fn default() -> Self {
+impl Writer {
+    fn into(out: String) -> Self {
         Self {
-            out: String::with_capacity(4096),
+            out,
             column: 0,
             indent: -1,
             indents: Vec::new(),
@@ -131,7 +160,11 @@ impl Writer {
 
     /// libyaml's `yaml_emitter_emit_scalar` for an untagged scalar in block context.
     fn scalar(&mut self, value: &str, requested: Style, ctx: Ctx) {
-        let analysis = analyze(value);
+        self.analyzed_scalar(value, requested, ctx, &analyze(value));
+    }
+
+    /// [`Writer::scalar`] once `value` is analyzed.
+    fn analyzed_scalar(&mut self, value: &str, requested: Style, ctx: Ctx, analysis: &Analysis) {
         let mut style = match requested {
             Style::Any => Style::Plain,
             other => other,
@@ -152,7 +185,7 @@ impl Writer {
         }
         self.increase_indent(true, false);
         match style {
-            Style::Plain | Style::Any => self.plain(value),
+            Style::Plain | Style::Any => self.plain(value, analysis.columns),
             Style::SingleQuoted => self.single_quoted(value),
             Style::DoubleQuoted => self.double_quoted(value),
             Style::Literal => self.literal(value),
@@ -160,12 +193,12 @@ impl Writer {
         self.pop_indent();
     }
 
-    fn plain(&mut self, value: &str) {
+    fn plain(&mut self, value: &str, columns: usize) {
         if !self.whitespace && !value.is_empty() {
             self.put(' ');
         }
         self.out.push_str(value);
-        self.column += width(value);
+        self.column += columns;
         self.whitespace = false;
         self.indention = false;
     }
@@ -281,6 +314,8 @@ enum Style {
 /// What libyaml's `yaml_emitter_analyze_scalar` concludes about a scalar.
 #[derive(Debug, PartialEq, Eq)]
 struct Analysis {
+    /// Columns the scalar takes written plain.
+    columns: usize,
     multiline: bool,
     block_plain_allowed: bool,
     single_quoted_allowed: bool,
@@ -318,7 +353,16 @@ fn is_printable(c: char) -> bool {
 fn analyze_printable_ascii(value: &str) -> Option<Analysis> {
     let bytes = value.as_bytes();
     let (&first, &last) = (bytes.first()?, bytes.last()?);
-    if !bytes.iter().all(|b| (0x20..=0x7E).contains(b)) {
+    // Descriptions are most of a CRD's bytes: one pass over them, without branches.
+    let mut printable = true;
+    let mut indicator_pair = false;
+    let mut previous = 0;
+    for &b in bytes {
+        printable &= (0x20..=0x7E).contains(&b);
+        indicator_pair |= (previous == b':' && b == b' ') | (previous == b' ' && b == b'#');
+        previous = b;
+    }
+    if !printable {
         return None;
     }
     let followed_by_space = |at: usize| bytes.get(at + 1).is_none_or(|&b| b == b' ');
@@ -340,14 +384,15 @@ fn analyze_printable_ascii(value: &str) -> Option<Analysis> {
             | b'@'
             | b'`'
     ) || (matches!(first, b'?' | b':' | b'-') && followed_by_space(0));
+    // A `: ` at the start is an indicator already.
     let block_indicators = first_indicator
         || value.starts_with("---")
         || value.starts_with("...")
-        || value[1..].contains(": ")
-        || (bytes.len() > 1 && last == b':')
-        || value.contains(" #");
+        || indicator_pair
+        || (bytes.len() > 1 && last == b':');
     let edge_space = first == b' ' || last == b' ';
     Some(Analysis {
+        columns: bytes.len(),
         multiline: false,
         block_plain_allowed: !(edge_space || block_indicators),
         single_quoted_allowed: true,
@@ -363,6 +408,7 @@ fn analyze(value: &str) -> Analysis {
 fn analyze_chars(value: &str) -> Analysis {
     if value.is_empty() {
         return Analysis {
+            columns: 0,
             multiline: false,
             block_plain_allowed: true,
             single_quoted_allowed: true,
@@ -460,6 +506,7 @@ fn analyze_chars(value: &str) -> Analysis {
         first = false;
     }
     let mut analysis = Analysis {
+        columns: width(value),
         multiline: line_breaks,
         block_plain_allowed: true,
         single_quoted_allowed: true,
@@ -600,6 +647,16 @@ impl Serializer {
     }
 
     fn string(&mut self, value: &str) -> Result<(), Unsupported> {
+        if let Some(analysis) = analyze_printable_ascii(value) {
+            // No break or separator: only whether it reads as another type matters.
+            let style = if reads_as_non_string(value) {
+                Style::SingleQuoted
+            } else {
+                Style::Any
+            };
+            self.w.analyzed_scalar(value, style, self.next, &analysis);
+            return Ok(());
+        }
         // U+2028 and U+2029 start with 0xE2; most strings have no such byte at all.
         if value.as_bytes().contains(&0xE2) && value.contains(['\u{2028}', '\u{2029}']) {
             return Err(Unsupported);
