@@ -151,8 +151,78 @@ fn string<'s>(schema: &'s Schema, key: &str) -> Option<&'s str> {
     schema.get(key).and_then(Value::as_str)
 }
 
-fn is_true(schema: &Schema, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool) == Some(true)
+/// Keywords no structural schema may hold.
+const FORBIDDEN: [&str; 5] = [
+    "$ref",
+    "definitions",
+    "patternProperties",
+    "dependencies",
+    "additionalItems",
+];
+
+/// Keywords not allowed inside a value validation (`anyOf`, `oneOf`, `allOf`, `not`).
+const VALUE_VALIDATION: [&str; 5] = [
+    "type",
+    "default",
+    "nullable",
+    "additionalProperties",
+    "description",
+];
+
+/// The keywords of one node that the lint reads, gathered in one pass over its entries: a
+/// node has a handful, and the lint asks about twenty (a lookup each would compare keys a
+/// hundred times per node, on thousands of nodes).
+#[derive(Default)]
+struct Keywords<'s> {
+    ty: Option<&'s Value>,
+    preserve: bool,
+    int_or_string: bool,
+    embedded: bool,
+    forbidden: [bool; 5],
+    value_validation: [bool; 5],
+    properties: Option<&'s Value>,
+    additional: Option<&'s Value>,
+    default: Option<&'s Value>,
+    validations: Option<&'s Value>,
+    list_type: Option<&'s Value>,
+    items: Option<&'s Value>,
+    /// `anyOf`, `oneOf`, `allOf`, in that order.
+    branches: [Option<&'s Value>; 3],
+    not: Option<&'s Value>,
+}
+
+impl<'s> Keywords<'s> {
+    fn of(schema: &'s Schema) -> Self {
+        let mut k = Self::default();
+        for (key, value) in schema {
+            let key = key.as_str();
+            if let Some(i) = FORBIDDEN.iter().position(|f| *f == key) {
+                k.forbidden[i] = true;
+            }
+            if let Some(i) = VALUE_VALIDATION.iter().position(|v| *v == key) {
+                k.value_validation[i] = true;
+            }
+            let is_true = value.as_bool() == Some(true);
+            match key {
+                "type" => k.ty = Some(value),
+                "x-kubernetes-preserve-unknown-fields" => k.preserve = is_true,
+                "x-kubernetes-int-or-string" => k.int_or_string = is_true,
+                "x-kubernetes-embedded-resource" => k.embedded = is_true,
+                "properties" => k.properties = Some(value),
+                "additionalProperties" => k.additional = Some(value),
+                "default" => k.default = Some(value),
+                "x-kubernetes-validations" => k.validations = Some(value),
+                "x-kubernetes-list-type" => k.list_type = Some(value),
+                "items" => k.items = Some(value),
+                "anyOf" => k.branches[0] = Some(value),
+                "oneOf" => k.branches[1] = Some(value),
+                "allOf" => k.branches[2] = Some(value),
+                "not" => k.not = Some(value),
+                _ => {}
+            }
+        }
+        k
+    }
 }
 
 struct Ctx<'a> {
@@ -188,9 +258,10 @@ impl Ctx<'_> {
     }
 
     fn node(&mut self, s: &Schema, path: &mut Vec<String>, in_value_validation: bool) {
-        let preserve = is_true(s, "x-kubernetes-preserve-unknown-fields");
-        let int_or_string = is_true(s, "x-kubernetes-int-or-string");
-        let ty = string(s, "type");
+        let keywords = Keywords::of(s);
+        let preserve = keywords.preserve;
+        let int_or_string = keywords.int_or_string;
+        let ty = keywords.ty.and_then(Value::as_str);
         if !in_value_validation && ty.is_none() && !preserve && !int_or_string {
             self.push(
                 Severity::Error,
@@ -199,14 +270,8 @@ impl Ctx<'_> {
                 "schema has no type".into(),
             );
         }
-        for keyword in [
-            "$ref",
-            "definitions",
-            "patternProperties",
-            "dependencies",
-            "additionalItems",
-        ] {
-            if s.contains_key(keyword) {
+        for (keyword, present) in FORBIDDEN.into_iter().zip(keywords.forbidden) {
+            if present {
                 self.push(
                     Severity::Error,
                     "forbidden-keyword",
@@ -215,8 +280,8 @@ impl Ctx<'_> {
                 );
             }
         }
-        let properties = object(s, "properties");
-        let additional = s.get("additionalProperties");
+        let properties = keywords.properties.and_then(Value::as_object);
+        let additional = keywords.additional;
         if properties.is_some_and(|p| !p.is_empty()) && additional.is_some() {
             self.push(
                 Severity::Error,
@@ -226,14 +291,8 @@ impl Ctx<'_> {
             );
         }
         if in_value_validation {
-            for key in [
-                "type",
-                "default",
-                "nullable",
-                "additionalProperties",
-                "description",
-            ] {
-                if s.contains_key(key) {
+            for (key, present) in VALUE_VALIDATION.into_iter().zip(keywords.value_validation) {
+                if present {
                     self.push(
                         Severity::Error,
                         "value-validation",
@@ -243,7 +302,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        if let (Some(default), Some(ty)) = (s.get("default"), ty) {
+        if let (Some(default), Some(ty)) = (keywords.default, ty) {
             let ok = match ty {
                 "string" => default.is_string() || (int_or_string && default.is_number()),
                 "integer" => {
@@ -264,7 +323,7 @@ impl Ctx<'_> {
                 );
             }
         }
-        let rules = s.get("x-kubernetes-validations").and_then(Value::as_array);
+        let rules = keywords.validations.and_then(Value::as_array);
         for rule in rules
             .into_iter()
             .flatten()
@@ -286,14 +345,14 @@ impl Ctx<'_> {
                 );
             }
         }
-        if string(s, "x-kubernetes-list-type") == Some("map") {
+        if keywords.list_type.and_then(Value::as_str) == Some("map") {
             self.list_map(s, path);
         }
         if ty == Some("object")
             && !preserve
             && properties.is_none_or(|p| p.is_empty())
             && additional.is_none()
-            && !is_true(s, "x-kubernetes-embedded-resource")
+            && !keywords.embedded
         {
             self.push(
                 Severity::Warning,
@@ -314,7 +373,7 @@ impl Ctx<'_> {
             self.node(child, path, false);
             path.pop();
         }
-        match s.get("items") {
+        match keywords.items {
             Some(Value::Object(child)) => {
                 path.push("[*]".into());
                 self.node(child, path, false);
@@ -335,8 +394,8 @@ impl Ctx<'_> {
             }
             _ => {}
         }
-        for branch in ["anyOf", "oneOf", "allOf"] {
-            let children = s.get(branch).and_then(Value::as_array);
+        for branch in keywords.branches {
+            let children = branch.and_then(Value::as_array);
             for child in children.into_iter().flatten().filter_map(Value::as_object) {
                 // The API server allows `anyOf: [{type: integer}, {type: string}]` under
                 // int-or-string; nothing else may carry a type inside a value validation.
@@ -347,7 +406,7 @@ impl Ctx<'_> {
                 self.node(child, path, true);
             }
         }
-        if let Some(not) = object(s, "not") {
+        if let Some(not) = keywords.not.and_then(Value::as_object) {
             self.node(not, path, true);
         }
     }

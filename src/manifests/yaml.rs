@@ -353,18 +353,17 @@ fn is_printable(c: char) -> bool {
 fn analyze_printable_ascii(value: &str) -> Option<Analysis> {
     let bytes = value.as_bytes();
     let (&first, &last) = (bytes.first()?, bytes.last()?);
-    // Descriptions are most of a CRD's bytes: one pass over them, without branches.
-    let mut printable = true;
-    let mut indicator_pair = false;
-    let mut previous = 0;
-    for &b in bytes {
-        printable &= (0x20..=0x7E).contains(&b);
-        indicator_pair |= (previous == b':' && b == b' ') | (previous == b' ' && b == b'#');
-        previous = b;
-    }
+    // Descriptions are most of a CRD's bytes: passes without branches, which the compiler
+    // turns into vector instructions.
+    let printable = bytes
+        .iter()
+        .fold(true, |all, b| all & (0x20..=0x7E).contains(b));
     if !printable {
         return None;
     }
+    let indicator_pair = bytes.iter().zip(&bytes[1..]).fold(false, |any, (&a, &b)| {
+        any | ((a == b':') & (b == b' ')) | ((a == b' ') & (b == b'#'))
+    });
     let followed_by_space = |at: usize| bytes.get(at + 1).is_none_or(|&b| b == b' ');
     let first_indicator = matches!(
         first,
