@@ -55,7 +55,7 @@ fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) 
 }
 
 /// The transforms of kube-derive's generator, with kube-core's rewriter replaced by
-/// [`StructuralRewriter`].
+/// [`StructuralRewriter`] and its `OptionalIntOrString` by [`NullableIntOrString`].
 pub struct Transforms {
     generator: schemars::SchemaGenerator,
 }
@@ -66,6 +66,8 @@ impl Default for Transforms {
         for transform in &mut settings.transforms {
             if transform.is::<StructuralSchemaRewriter>() {
                 *transform = Box::new(StructuralRewriter);
+            } else if transform.is::<kube_core::schema::OptionalIntOrString>() {
+                *transform = Box::new(NullableIntOrString);
             }
         }
         Self {
@@ -216,7 +218,7 @@ impl Features {
             self.prefix_items
         } else if transform.is::<OptionalEnum>() {
             self.any_of
-        } else if transform.is::<OptionalIntOrString>() {
+        } else if transform.is::<OptionalIntOrString>() || transform.is::<NullableIntOrString>() {
             self.int_or_string
         } else {
             true
@@ -257,6 +259,61 @@ impl Transform for StructuralRewriter {
             *schema = original;
         }
         rewrite_shallow(schema);
+    }
+}
+
+/// kube-core's `OptionalIntOrString`, which marks each optional int-or-string property
+/// `nullable`, without building a set of each node's `required` names first: the nodes with
+/// `properties` are most of a schema, and the properties it marks are few. Debug builds (every
+/// test) check the result against kube-core's.
+#[derive(Debug, Clone)]
+pub struct NullableIntOrString;
+
+impl Transform for NullableIntOrString {
+    fn transform(&mut self, schema: &mut Schema) {
+        #[cfg(debug_assertions)]
+        let expected = {
+            let mut expected = schema.clone();
+            kube_core::schema::OptionalIntOrString.transform(&mut expected);
+            expected
+        };
+        if let Some(node) = schema.as_object_mut() {
+            mark_nullable_int_or_string(node);
+        }
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            *schema, expected,
+            "kopgen marked int-or-string properties differently from kube-core"
+        );
+    }
+}
+
+/// [`NullableIntOrString`] on `value` and its subschemas, children first as kube-core goes.
+fn mark_nullable_int_or_string(node: &mut Map<String, Value>) {
+    for_each_child(node, |child| {
+        if let Value::Object(child) = child {
+            mark_nullable_int_or_string(child);
+        }
+    });
+    let mut required: &[Value] = &[];
+    let mut properties = None;
+    for (key, value) in node.iter_mut() {
+        match (key.as_str(), value) {
+            ("required", Value::Array(names)) => required = names,
+            ("properties", Value::Object(map)) => properties = Some(map),
+            _ => {}
+        }
+    }
+    for (name, property) in properties.into_iter().flatten() {
+        let Value::Object(property) = property else {
+            continue;
+        };
+        if property.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+            && !property.contains_key("nullable")
+            && !required.iter().any(|r| r.as_str() == Some(name))
+        {
+            property.insert("nullable".to_owned(), Value::Bool(true));
+        }
     }
 }
 
@@ -489,6 +546,11 @@ mod tests {
             nested(
                 json!({"type": "object", "properties": {"q": {"x-kubernetes-int-or-string": true}}}),
             ),
+            nested(json!({"type": "object", "required": ["q"], "properties": {
+                "q": {"x-kubernetes-int-or-string": true},
+                "r": {"x-kubernetes-int-or-string": true, "nullable": false},
+                "s": {"x-kubernetes-int-or-string": true},
+            }})),
             nested(
                 json!({"type": "object", "additionalProperties": false, "properties": {"b": {"type": "string"}}}),
             ),
