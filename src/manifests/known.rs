@@ -4,11 +4,15 @@
 //!
 //! Generic library types (`Option<T>`, `Vec<T>`, maps, ...) are instantiated with *slots*:
 //! placeholder types whose schema is whatever kopgen computed for the type argument. That lets
-//! schemars' own container impls run on argument schemas that only exist at run time.
+//! schemars' own container impls run on argument schemas that only exist at run time. Where an
+//! impl only places the argument's schema (`Vec<T>`: `"items": T`), the slot holds a small
+//! stand-in, and the argument is moved into its place afterwards: schemars' `json_schema!`
+//! would copy it by serializing it, and a `Vec<Container>` is thousands of nodes.
 
 use std::{borrow::Cow, cell::RefCell};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::Value;
 
 /// Produces a type's schema with a generator configured like kube-derive's.
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -30,15 +34,112 @@ impl<const N: usize> JsonSchema for Slot<N> {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        // Each slot is read once by schemars' container impls: move the schema out rather than
-        // cloning it, so wrapping a deep schema in `Option`/`Vec` costs nothing extra.
+        // A real schema is read once (by `Option<T>`, which looks into it): move it out rather
+        // than cloning it. A stand-in may be read more than once (`Bound<T>`, `Range<T>`).
         SLOTS.with(|slots| {
-            slots
-                .borrow_mut()
-                .last_mut()
-                .and_then(|frame| frame.get_mut(N).map(std::mem::take))
-                .unwrap_or_default()
+            let mut slots = slots.borrow_mut();
+            match slots.last_mut().and_then(|frame| frame.get_mut(N)) {
+                Some(schema) if stand_in_for(schema.as_value()).is_some() => schema.clone(),
+                Some(schema) => std::mem::take(schema),
+                None => Schema::default(),
+            }
         })
+    }
+}
+
+/// The key of a stand-in's only entry: the number of the argument it stands for.
+const STAND_IN: &str = "$kopgen-argument";
+
+fn stand_in(argument: usize) -> Schema {
+    let mut object = serde_json::Map::new();
+    object.insert(STAND_IN.to_owned(), argument.into());
+    object.into()
+}
+
+fn stand_in_for(value: &Value) -> Option<usize> {
+    match value {
+        Value::Object(object) if object.len() == 1 => object
+            .get(STAND_IN)?
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok()),
+        _ => None,
+    }
+}
+
+/// Runs `f` with `args` as the schemas of `Slot<0>`, `Slot<1>`, ..., standing in for those
+/// arguments that `opaque` says the impl only places, then moving them in.
+fn with_arguments(
+    args: Vec<Schema>,
+    opaque: impl Fn(usize) -> bool,
+    generator: &mut SchemaGenerator,
+    f: SchemaFn,
+) -> Schema {
+    let mut moved = Vec::with_capacity(args.len());
+    let slots = args
+        .into_iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            if opaque(i) {
+                moved.push(Some(arg));
+                stand_in(i)
+            } else {
+                moved.push(None);
+                arg
+            }
+        })
+        .collect();
+    let mut schema = with_slots(slots, generator, f);
+    if moved.iter().all(Option::is_none) {
+        return schema;
+    }
+    if let Some(i) = stand_in_for(schema.as_value()) {
+        return moved.get_mut(i).and_then(Option::take).unwrap_or(schema);
+    }
+    let mut uses = vec![0usize; moved.len()];
+    if let Some(object) = schema.as_object_mut() {
+        object.values().for_each(|v| count_stand_ins(v, &mut uses));
+        object
+            .values_mut()
+            .for_each(|v| move_in(v, &mut moved, &mut uses));
+    }
+    schema
+}
+
+fn count_stand_ins(value: &Value, uses: &mut [usize]) {
+    if let Some(i) = stand_in_for(value) {
+        if let Some(n) = uses.get_mut(i) {
+            *n += 1;
+        }
+        return;
+    }
+    match value {
+        Value::Object(object) => object.values().for_each(|v| count_stand_ins(v, uses)),
+        Value::Array(items) => items.iter().for_each(|v| count_stand_ins(v, uses)),
+        _ => {}
+    }
+}
+
+/// Puts each argument where its stand-ins are: copies at all but the last, moved at that one.
+fn move_in(value: &mut Value, moved: &mut [Option<Schema>], uses: &mut [usize]) {
+    if let Some(i) = stand_in_for(value) {
+        let (Some(n), Some(argument)) = (uses.get_mut(i), moved.get_mut(i)) else {
+            return;
+        };
+        *n = n.saturating_sub(1);
+        let schema = if *n == 0 {
+            argument.take()
+        } else {
+            argument.clone()
+        };
+        if let Some(schema) = schema {
+            *value = schema.to_value();
+        }
+        return;
+    }
+    match value {
+        Value::Object(object) => object.values_mut().for_each(|v| move_in(v, moved, uses)),
+        Value::Array(items) => items.iter_mut().for_each(|v| move_in(v, moved, uses)),
+        _ => {}
     }
 }
 
@@ -138,7 +239,14 @@ impl Generic {
             Generic::Bound => schema_of::<std::ops::Bound<S0>>,
             Generic::Phantom => schema_of::<std::marker::PhantomData<S0>>,
         };
-        with_slots(args, generator, f)
+        // Which arguments the impl only places: `Option<T>` looks into `T`'s schema, a map
+        // into its key's; `Box<T>` returns `T`'s as it is.
+        let opaque = |argument: usize| match self {
+            Generic::Option | Generic::Transparent | Generic::Phantom => false,
+            Generic::BTreeMap | Generic::HashMap | Generic::IndexMap => argument == 1,
+            _ => true,
+        };
+        with_arguments(args, opaque, generator, f)
     }
 }
 
@@ -153,7 +261,7 @@ pub fn array_schema(generator: &mut SchemaGenerator, item: Schema, len: usize) -
         };
     }
     let f = arrays!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
-    Some(with_slots(vec![item], generator, f))
+    Some(with_arguments(vec![item], |_| true, generator, f))
 }
 
 /// A tuple of the given element schemas, via schemars' tuple impls.
@@ -169,7 +277,7 @@ pub fn tuple_schema(generator: &mut SchemaGenerator, items: Vec<Schema>) -> Opti
         6 => schema_of::<(S<0>, S<1>, S<2>, S<3>, S<4>, S<5>)>,
         _ => return None,
     };
-    Some(with_slots(items, generator, f))
+    Some(with_arguments(items, |_| true, generator, f))
 }
 
 /// The `NonZeroU16`-style alias of `NonZero<u16>`: the path schemars implements.
@@ -323,5 +431,76 @@ pub fn flatten_schema(
             SLOTS.with(|slots| slots.borrow_mut().pop());
             out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifests::schema::kube_settings;
+    use k8s_openapi::api::core::v1::Container;
+    use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, LinkedList, VecDeque};
+
+    /// Every container over a large argument (`Container`) and a small key (`String`) gives
+    /// what schemars gives for the real type, whether the argument stood in or was read.
+    #[test]
+    fn containers_match_schemars() {
+        let generator = || SchemaGenerator::new(kube_settings());
+        let container = || generator().subschema_for::<Container>();
+        let string = || generator().subschema_for::<String>();
+        let real: fn(&mut SchemaGenerator) -> Schema = |g| g.subschema_for::<Container>();
+        let cases: Vec<(Generic, Vec<Schema>, SchemaFn)> = vec![
+            (Generic::Option, vec![container()], |g| {
+                g.subschema_for::<Option<Container>>()
+            }),
+            (Generic::Transparent, vec![container()], |g| {
+                g.subschema_for::<Box<Container>>()
+            }),
+            (Generic::Vec, vec![container()], |g| {
+                g.subschema_for::<Vec<Container>>()
+            }),
+            (Generic::VecDeque, vec![container()], |g| {
+                g.subschema_for::<VecDeque<Container>>()
+            }),
+            (Generic::LinkedList, vec![container()], |g| {
+                g.subschema_for::<LinkedList<Container>>()
+            }),
+            (Generic::BTreeSet, vec![string()], |g| {
+                g.subschema_for::<BTreeSet<String>>()
+            }),
+            (Generic::HashSet, vec![string()], |g| {
+                g.subschema_for::<HashSet<String>>()
+            }),
+            (Generic::BTreeMap, vec![string(), container()], |g| {
+                g.subschema_for::<BTreeMap<String, Container>>()
+            }),
+            (Generic::HashMap, vec![string(), container()], |g| {
+                g.subschema_for::<HashMap<String, Container>>()
+            }),
+            (Generic::Result, vec![container(), string()], |g| {
+                g.subschema_for::<Result<Container, String>>()
+            }),
+            (Generic::Range, vec![container()], |g| {
+                g.subschema_for::<std::ops::Range<Container>>()
+            }),
+            (Generic::Bound, vec![container()], |g| {
+                g.subschema_for::<std::ops::Bound<Container>>()
+            }),
+        ];
+        for (generic, args, expected) in cases {
+            let ours = generic.schema(&mut generator(), args);
+            assert_eq!(ours, expected(&mut generator()), "{generic:?}");
+            assert!(
+                !ours.as_value().to_string().contains(STAND_IN),
+                "{generic:?}"
+            );
+        }
+        let array = array_schema(&mut generator(), real(&mut generator()), 3);
+        assert_eq!(array, Some(generator().subschema_for::<[Container; 3]>()));
+        let tuple = tuple_schema(&mut generator(), vec![container(), string(), container()]);
+        assert_eq!(
+            tuple,
+            Some(generator().subschema_for::<(Container, String, Container)>())
+        );
     }
 }
