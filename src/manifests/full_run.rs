@@ -368,11 +368,10 @@ impl<'s> Run<'s> {
                 }
                 continue;
             }
-            if let Some(job) = self.rendering.next(me, || {
-                (0..taken.len())
-                    .rev()
-                    .find(|&k| !taken[k].swap(true, Ordering::AcqRel))
-            }) {
+            if let Some(job) = self
+                .rendering
+                .next(me, || self.steal(&index, &kinds, taken))
+            {
                 match job {
                     Next::Locate(job) => {
                         outcomes.push(self.locate_job(me, &index, &mut derived, *job));
@@ -398,6 +397,32 @@ impl<'s> Run<'s> {
             outcomes,
             structure: self.record.then(|| index.structure()),
         })
+    }
+
+    /// A kind no thread has started, now this one's: one whose files this thread has at hand
+    /// if there is any, else the one whose file is the smallest to parse again.
+    fn steal(&self, index: &Index, kinds: &[Vec<usize>], taken: &[AtomicBool]) -> Option<usize> {
+        let cost = |k: usize| {
+            let items = &kinds[k];
+            if items.iter().all(|&item| index.is_loaded(item)) {
+                return 0;
+            }
+            items
+                .iter()
+                .filter_map(|&item| index.items.get(item))
+                .filter_map(|item| self.sources.get(item.file))
+                .map(|source| source.text.len())
+                .sum::<usize>()
+                .max(1)
+        };
+        loop {
+            let k = (0..taken.len())
+                .filter(|&k| !taken[k].load(Ordering::Acquire))
+                .min_by_key(|&k| cost(k))?;
+            if !taken[k].swap(true, Ordering::AcqRel) {
+                return Some(k);
+            }
+        }
     }
 
     /// Derives the kind whose versions are the structs `items`, for any thread to render.
@@ -1008,6 +1033,68 @@ mod tests {
         for threads in [2, 3, 5, 64] {
             assert_eq!(run(&sources, threads), one, "{threads} threads");
         }
+    }
+
+    /// A thread with nothing to render first takes kinds whose files it has at hand, then the
+    /// one with the smallest file to parse again.
+    #[test]
+    fn stealing_prefers_kinds_that_cost_no_parse() {
+        let kind = |name: &str, padding: usize| {
+            format!(
+                "#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]\n\
+                 #[kube(group = \"g\", version = \"v1\", kind = \"{name}\")]\n\
+                 pub struct {name}Spec {{ pub a: u32 }}\n{}",
+                "// padding\n".repeat(padding)
+            )
+        };
+        let sources: Vec<Source> = [("big", 50), ("loaded", 90), ("small", 1)]
+            .iter()
+            .map(|(name, padding)| Source {
+                path: format!("src/{name}.rs").into(),
+                module: format!("crate::{name}"),
+                text: kind(
+                    &heck::ToUpperCamelCase::to_upper_camel_case(*name),
+                    *padding,
+                ),
+            })
+            .collect();
+        let mut parts = Vec::new();
+        let mut own = Vec::new();
+        for (file, source) in sources.iter().enumerate() {
+            let parsed = index::parse_file(&source.path, &source.text).expect("parses");
+            let (part, bodies) = index::split_file(&source.path, &source.module, parsed, file);
+            parts.push(part);
+            if file == 1 {
+                own.push((file, bodies));
+            }
+        }
+        let texts = sources
+            .iter()
+            .enumerate()
+            .map(|(file, s)| match file {
+                1 => (String::new(), String::new()),
+                _ => (s.module.clone(), s.text.clone()),
+            })
+            .collect();
+        let index =
+            Index::from_parts(&parts.iter().collect::<Vec<_>>(), texts, own).expect("index");
+        let spec = |name: &str| {
+            index
+                .items
+                .iter()
+                .position(|item| item.name == name)
+                .expect("spec struct")
+        };
+        let kinds = vec![
+            vec![spec("BigSpec")],
+            vec![spec("LoadedSpec")],
+            vec![spec("SmallSpec")],
+        ];
+        let taken: Vec<AtomicBool> = kinds.iter().map(|_| AtomicBool::new(false)).collect();
+        let options = Options::default();
+        let run = Run::new(&sources, &options, false);
+        let order: Vec<Option<usize>> = (0..4).map(|_| run.steal(&index, &kinds, &taken)).collect();
+        assert_eq!(order, [Some(1), Some(2), Some(0), None]);
     }
 
     #[test]

@@ -387,6 +387,13 @@ impl Index {
         &self.files[item.file]
     }
 
+    /// Whether the body of item `item` is at hand, without parsing its file.
+    pub fn is_loaded(&self, item: usize) -> bool {
+        self.bodies
+            .get(item)
+            .is_some_and(|body| body.get().is_some())
+    }
+
     /// The body of item `item`, parsing its file first if it is not loaded yet.
     pub fn kind(&self, item: usize) -> &ItemKind {
         let Some(meta) = self.items.get(item) else {
