@@ -485,6 +485,24 @@ fn errors_point_at_the_rust_source() {
             "BTreeMap::from",
         ],
     );
+    // An example only running Rust computes; a default function that calls itself.
+    assert_error(
+        &format!(
+            "{header}fn now() -> String {{\n    std::env::var(\"NOW\").unwrap_or_default()\n}}\n{derive}{kube}pub struct ESpec {{\n    #[schemars(example = now())]\n    pub x: String,\n}}\n"
+        ),
+        &[
+            // The expression in the function that cannot be folded.
+            "src/lib.rs:5:5:",
+            "kopgen cannot fold this example statically",
+            "help: write a literal, a constant of this crate, or a function",
+        ],
+    );
+    assert_error(
+        &format!(
+            "{header}fn again() -> u32 {{\n    again()\n}}\n{derive}{kube}pub struct ESpec {{\n    #[serde(default = \"again\")]\n    pub x: u32,\n}}\n"
+        ),
+        &["src/lib.rs:", "more than 32 deep (or calls itself)"],
+    );
     // A library schema Kubernetes cannot hold: kube-derive's crd() panics on it.
     assert_error(
         &format!("{header}{derive}{kube}pub struct ESpec {{\n    pub x: chrono::TimeDelta,\n}}\n"),

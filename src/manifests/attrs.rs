@@ -224,8 +224,9 @@ pub struct Metadata {
     pub title: Option<String>,
     pub description: Option<String>,
     pub deprecated: bool,
-    /// `#[schemars(example = ...)]` values, folded.
-    pub examples: Vec<serde_json::Value>,
+    /// `#[schemars(example = ...)]` values: literals, or expressions the builder folds with
+    /// the crate's constants and functions.
+    pub examples: Vec<Folded>,
     pub extend: Vec<(String, serde_json::Value)>,
     pub validations: Vec<Validation>,
     /// `#[x_kube(validation = ...)]` rules, as written.
@@ -589,10 +590,7 @@ fn parse_metadata(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<boo
                     "schemars rejects string examples that look like function paths; write `example = f()` or another value",
                 ));
             }
-            match expr_to_json(&value) {
-                Some(json) => out.examples.push(json),
-                None => out.unsupported.push((name, meta.path.span())),
-            }
+            out.examples.push(Folded::of(value));
         }
         "inner" => {
             let inner = inner_validations(meta, false)?;

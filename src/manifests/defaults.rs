@@ -186,6 +186,32 @@ fn quote_path(path: &syn::Path) -> String {
     path_segments(path).join("::")
 }
 
+thread_local! {
+    static CALL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One function call being folded; `None` past [`MAX_CALL_DEPTH`].
+struct CallDepth;
+
+const MAX_CALL_DEPTH: u32 = 32;
+
+impl CallDepth {
+    fn enter() -> Option<Self> {
+        CALL_DEPTH.with(|depth| {
+            (depth.get() < MAX_CALL_DEPTH).then(|| {
+                depth.set(depth.get() + 1);
+                CallDepth
+            })
+        })
+    }
+}
+
+impl Drop for CallDepth {
+    fn drop(&mut self) {
+        CALL_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
 struct Folder<'a> {
     index: &'a Index,
     env: &'a Env,
@@ -454,9 +480,20 @@ impl Folder<'_> {
     }
 
     /// Folds a call of the default function at `path` (written in `module`).
+    fn is_local_fn(&self, module: &str, segments: &[String]) -> bool {
+        matches!(self.index.resolve(module, segments),
+            Some(Resolved::Local(item)) if matches!(self.index.kind(item), ItemKind::Fn(_)))
+    }
+
     fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
         let unfoldable =
             |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
+        // Functions may call functions: as many as rustc would evaluate, short of recursion.
+        let Some(_depth) = CallDepth::enter() else {
+            return Err(unfoldable(
+                "the default calls functions more than 32 deep (or calls itself)",
+            ));
+        };
         match self.index.resolve(module, &path_segments(path)) {
             Some(Resolved::Local(item)) => {
                 let item_kind = self.index.kind(item);
@@ -561,6 +598,10 @@ impl Folder<'_> {
                     [] => ("", ""),
                 };
                 match (last, c.args.len()) {
+                    // A function of this crate without arguments: its body, folded.
+                    (_, 0) if self.is_local_fn(module, &segments) => {
+                        self.call(file, module, &func.path)
+                    }
                     ("Some", 1) => self.expr(file, module, &c.args[0]),
                     ("from" | "new", 1) => {
                         let inner = self.expr(file, module, &c.args[0])?;

@@ -167,6 +167,7 @@ impl<'a> Builder<'a> {
     ) -> Result<ContainerAttrs, SourceError> {
         let mut cattrs = attrs::container_attrs(attrs).map_err(|e| syn_error(file, e))?;
         self.resolve_validations(file, module, &mut cattrs.meta.validations)?;
+        self.fold_examples(file, module, &mut cattrs.meta.examples)?;
         report_unsupported(file, &cattrs.meta)?;
         self.fold_transforms(file, module, &mut cattrs.meta)?;
         Ok(cattrs)
@@ -209,9 +210,31 @@ impl<'a> Builder<'a> {
     ) -> Result<FieldAttrs, SourceError> {
         let mut fattrs = attrs::field_attrs(attrs).map_err(|e| syn_error(file, e))?;
         self.resolve_validations(file, module, &mut fattrs.meta.validations)?;
+        self.fold_examples(file, module, &mut fattrs.meta.examples)?;
         report_unsupported(file, &fattrs.meta)?;
         self.fold_transforms(file, module, &mut fattrs.meta)?;
         Ok(fattrs)
+    }
+
+    /// Folds `example = ...` values that are not literals, as a default is folded: schemars
+    /// serializes whatever the expression evaluates to.
+    fn fold_examples(
+        &self,
+        file: &Path,
+        module: &str,
+        examples: &mut [Folded],
+    ) -> Result<(), SourceError> {
+        for example in examples {
+            if let Folded::Expr(expr) = example {
+                let span = expr.span();
+                let value = super::defaults::fold_expr(self.index, file, module, expr).map_err(|e| {
+                    e.reworded("kopgen cannot fold this example statically")
+                        .help("write a literal, a constant of this crate, or a function kopgen folds as a default (literals, `String::from`, `.into()`, `vec![..]`, struct literals)")
+                })?;
+                *example = Folded::Value(value, span);
+            }
+        }
+        Ok(())
     }
 
     /// Folds what validations name in the sources: regex statics and constants.
@@ -1311,7 +1334,8 @@ fn add_common_metadata(schema: &mut Schema, meta: &Metadata) {
         schema.insert("deprecated".into(), true.into());
     }
     if !meta.examples.is_empty() {
-        schema.insert("examples".into(), Value::Array(meta.examples.clone()));
+        let examples = meta.examples.iter().filter_map(Folded::value).cloned();
+        schema.insert("examples".into(), Value::Array(examples.collect()));
     }
 }
 
