@@ -500,32 +500,21 @@ impl<'s> Run<'s> {
             Outcome::Unrendered(Vec::new())
         } else {
             match render::render(job, transforms, self.options) {
-                Ok(rendered) if !rendered.findings.is_empty() && owner != me => {
-                    self.rendering.hand_back(
-                        owner,
-                        Unlocated {
-                            meta,
-                            deps,
-                            rendered,
-                        },
-                    );
-                    return None;
-                }
                 Ok(rendered) => {
-                    // Findings are only located here by the owner, which kept the versions.
-                    let versions = if rendered.findings.is_empty() {
-                        Vec::new()
-                    } else {
-                        mine.unwrap_or_else(|| self.versions_of(index, &meta))
-                    };
-                    Outcome::Done(Box::new(finish(
-                        index,
-                        &versions,
-                        &meta,
-                        &deps,
+                    let kind = Unlocated {
+                        meta,
+                        deps,
                         rendered,
-                        self.record,
-                    )))
+                    };
+                    if kind.rendered.findings.is_empty() {
+                        self.done(index, &[], kind)
+                    } else if owner == me {
+                        let versions = mine.unwrap_or_else(|| self.versions_of(index, &kind.meta));
+                        self.done(index, &versions, kind)
+                    } else {
+                        self.rendering.hand_back(owner, kind);
+                        return None;
+                    }
                 }
                 Err(errors) => Outcome::Unrendered(errors),
             }
@@ -542,25 +531,25 @@ impl<'s> Run<'s> {
         derived: &mut HashMap<usize, Vec<CustomResource>>,
         kind: Unlocated,
     ) -> (usize, Outcome) {
-        let Unlocated {
-            meta,
-            deps,
-            rendered,
-        } = kind;
-        let position = rendered.position;
+        let position = kind.rendered.position;
         let versions = derived
             .remove(&position)
-            .unwrap_or_else(|| self.versions_of(index, &meta));
-        let outcome = Outcome::Done(Box::new(finish(
-            index,
-            &versions,
-            &meta,
-            &deps,
-            rendered,
-            self.record,
-        )));
+            .unwrap_or_else(|| self.versions_of(index, &kind.meta));
+        let outcome = self.done(index, &versions, kind);
         self.rendering.finished(me);
         (position, outcome)
+    }
+
+    /// A rendered kind with its findings located in `versions` (none needed without findings).
+    fn done(&self, index: &Index, versions: &[CustomResource], kind: Unlocated) -> Outcome {
+        Outcome::Done(Box::new(finish(
+            index,
+            versions,
+            &kind.meta,
+            &kind.deps,
+            kind.rendered,
+            self.record,
+        )))
     }
 
     /// The custom resources of a kind's versions, read from the index.
