@@ -154,39 +154,74 @@ impl Features {
     }
 
     fn entry(&mut self, key: &str, value: &Value) {
-        match key {
-            "unevaluatedProperties" => self.unevaluated = true,
-            "$ref" => self.reference = true,
-            "examples" => self.examples = true,
-            "const" => self.constant = true,
-            "prefixItems" => self.prefix_items = true,
-            "anyOf" => self.any_of = true,
-            "x-kubernetes-int-or-string" => self.int_or_string = true,
+        // Whether a subschema at `key` is a boolean, as `ReplaceBoolSchemas` would visit it (it
+        // leaves `additionalProperties` as it is).
+        let single = || value.is_boolean();
+        let array = || {
+            value
+                .as_array()
+                .is_some_and(|a| a.iter().any(Value::is_boolean))
+        };
+        let map = || {
+            value
+                .as_object()
+                .is_some_and(|m| m.values().any(Value::is_boolean))
+        };
+        // One match per entry: the scan sees every entry of the tree.
+        let boolean_subschema = match key {
+            "unevaluatedProperties" => {
+                self.unevaluated = true;
+                false
+            }
+            "$ref" => {
+                self.reference = true;
+                false
+            }
+            "examples" => {
+                self.examples = true;
+                false
+            }
+            "const" => {
+                self.constant = true;
+                false
+            }
+            "x-kubernetes-int-or-string" => {
+                self.int_or_string = true;
+                false
+            }
             // As `Schema::has_type("null")` reads it; `AddNullable` adds a `const` when null
             // is the only type.
-            "type" => match value {
-                Value::String(ty) if ty == "null" => {
-                    self.null_type = true;
-                    self.only_null_type = true;
+            "type" => {
+                match value {
+                    Value::String(ty) if ty == "null" => {
+                        self.null_type = true;
+                        self.only_null_type = true;
+                    }
+                    Value::Array(types) if types.iter().any(|t| t == "null") => {
+                        self.null_type = true;
+                        self.only_null_type |= types.iter().all(|t| t == "null");
+                    }
+                    _ => {}
                 }
-                Value::Array(types) if types.iter().any(|t| t == "null") => {
-                    self.null_type = true;
-                    self.only_null_type |= types.iter().all(|t| t == "null");
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-        // `ReplaceBoolSchemas` leaves `additionalProperties` as it is.
-        let boolean_subschema = match value {
-            Value::Bool(_) => key == "items" || SINGLE.contains(&key),
-            Value::Array(items) => {
-                (key == "items" || ARRAYS.contains(&key)) && items.iter().any(Value::is_boolean)
+                false
             }
-            Value::Object(map) => MAPS.contains(&key) && map.values().any(Value::is_boolean),
+            "prefixItems" => {
+                self.prefix_items = true;
+                array()
+            }
+            "anyOf" => {
+                self.any_of = true;
+                array()
+            }
+            "allOf" | "oneOf" => array(),
+            "items" => single() || array(),
+            "not" | "if" | "then" | "else" | "contains" | "propertyNames" | "additionalItems" => {
+                single()
+            }
+            "properties" | "patternProperties" | "$defs" | "definitions" => map(),
             _ => false,
         };
-        self.bool_subschema |= boolean_subschema && key != "additionalProperties";
+        self.bool_subschema |= boolean_subschema;
     }
 
     /// Whether `transform` may change a schema with these features. The transforms run in
