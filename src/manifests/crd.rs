@@ -456,14 +456,9 @@ pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
     }
 }
 
-/// Serializes a CRD the way `serde_yaml::to_string(&crd)` does: with kopgen's port of its
-/// emitter where that covers the CRD, else with serde_yaml itself.
-pub fn to_yaml(crd: &impl serde::Serialize) -> Result<String, String> {
-    to_yaml_after("", crd)
-}
-
-/// `header` followed by [`to_yaml`]'s document, in one allocation.
-pub fn to_yaml_after(header: &str, crd: &impl serde::Serialize) -> Result<String, String> {
+/// `header` followed by the CRD as `serde_yaml::to_string(&crd)` writes it, in one allocation:
+/// with kopgen's port of its emitter where that covers the CRD, else with serde_yaml itself.
+pub fn to_yaml(header: &str, crd: &impl serde::Serialize) -> Result<String, String> {
     match super::yaml::to_string_after(header, crd) {
         Ok(yaml) => {
             if cfg!(debug_assertions) {

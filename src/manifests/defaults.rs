@@ -480,46 +480,15 @@ impl Folder<'_> {
     }
 
     /// Folds a call of the default function at `path` (written in `module`).
-    fn is_local_fn(&self, module: &str, segments: &[String]) -> bool {
-        matches!(self.index.resolve(module, segments),
-            Some(Resolved::Local(item)) if matches!(self.index.kind(item), ItemKind::Fn(_)))
-    }
-
     fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
         let unfoldable =
             |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
-        // Functions may call functions: as many as rustc would evaluate, short of recursion.
-        let Some(_depth) = CallDepth::enter() else {
-            return Err(unfoldable(
-                "the default calls functions more than 32 deep (or calls itself)",
-            ));
-        };
-        match self.index.resolve(module, &path_segments(path)) {
-            Some(Resolved::Local(item)) => {
-                let item_kind = self.index.kind(item);
-                let item = &self.index.items[item];
-                let item_file = self.index.file(item).to_path_buf();
-                let ItemKind::Fn(f) = item_kind else {
-                    return Err(unfoldable("the default is not a function"));
-                };
-                let expr = tail_expr(&f.block).ok_or_else(|| {
-                    SourceError::at(
-                        &item_file,
-                        f.sig.ident.span(),
-                        "this default function is not a single expression",
-                    )
-                    .help(HELP)
-                })?;
-                let module = item.module.clone();
-                // `Default::default()` (or `Default::default().into()`) takes its type from
-                // the function's return type.
-                if is_default_call(expr)
-                    && let syn::ReturnType::Type(_, ty) = &f.sig.output
-                {
-                    return self.type_default(&item_file, &module, ty);
-                }
-                self.expr(&item_file, &module, expr)
-            }
+        let resolved = self.index.resolve(module, &path_segments(path));
+        if let Some(Resolved::Local(item)) = resolved {
+            return self.local_call(file, path, item);
+        }
+        let _depth = self.enter_call(file, path)?;
+        match resolved {
             // A constructor of a generic library type, or `Default::default`: schemars calls it
             // where nothing fixes its type, so rustc asks for type annotations.
             Some(Resolved::External(_)) if self.generic_constructor(module, path) => {
@@ -538,6 +507,50 @@ impl Folder<'_> {
             }
             _ => Err(unfoldable("cannot find this default function in the crate")),
         }
+    }
+
+    /// One more call being folded, at `path` in `file`. Functions may call functions: as many
+    /// as rustc would evaluate, short of recursion.
+    fn enter_call(&self, file: &Path, path: &syn::Path) -> Result<CallDepth, SourceError> {
+        CallDepth::enter().ok_or_else(|| {
+            SourceError::at(
+                file,
+                path.span(),
+                "the default calls functions more than 32 deep (or calls itself)",
+            )
+            .help(HELP)
+        })
+    }
+
+    /// Folds a call (at `path` in `file`) of the crate's item `item`, which must be a function
+    /// whose body is one foldable expression.
+    fn local_call(&self, file: &Path, path: &syn::Path, item: usize) -> Result<Value, SourceError> {
+        let unfoldable =
+            |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
+        let _depth = self.enter_call(file, path)?;
+        let item_kind = self.index.kind(item);
+        let item = &self.index.items[item];
+        let item_file = self.index.file(item).to_path_buf();
+        let ItemKind::Fn(f) = item_kind else {
+            return Err(unfoldable("the default is not a function"));
+        };
+        let expr = tail_expr(&f.block).ok_or_else(|| {
+            SourceError::at(
+                &item_file,
+                f.sig.ident.span(),
+                "this default function is not a single expression",
+            )
+            .help(HELP)
+        })?;
+        let module = item.module.clone();
+        // `Default::default()` (or `Default::default().into()`) takes its type from the
+        // function's return type.
+        if is_default_call(expr)
+            && let syn::ReturnType::Type(_, ty) = &f.sig.output
+        {
+            return self.type_default(&item_file, &module, ty);
+        }
+        self.expr(&item_file, &module, expr)
     }
 
     /// Folds a constant expression.
@@ -592,16 +605,19 @@ impl Folder<'_> {
                     return Err(unfoldable());
                 };
                 let segments = path_segments(&func.path);
+                // A function of this crate without arguments: its body, folded.
+                if c.args.is_empty()
+                    && let Some(Resolved::Local(item)) = self.index.resolve(module, &segments)
+                    && matches!(self.index.kind(item), ItemKind::Fn(_))
+                {
+                    return self.local_call(file, &func.path, item);
+                }
                 let (last, head) = match segments.as_slice() {
                     [.., head, last] => (last.as_str(), head.as_str()),
                     [last] => (last.as_str(), ""),
                     [] => ("", ""),
                 };
                 match (last, c.args.len()) {
-                    // A function of this crate without arguments: its body, folded.
-                    (_, 0) if self.is_local_fn(module, &segments) => {
-                        self.call(file, module, &func.path)
-                    }
                     ("Some", 1) => self.expr(file, module, &c.args[0]),
                     ("from" | "new", 1) => {
                         let inner = self.expr(file, module, &c.args[0])?;

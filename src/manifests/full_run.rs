@@ -225,10 +225,8 @@ impl<'s> Run<'s> {
             let Some(source) = self.sources.get(file) else {
                 break;
             };
-            match index::parse_file(&source.path, &source.text) {
-                Ok(parsed) => {
-                    let (part, bodies) =
-                        index::split_file(&source.path, &source.module, parsed, file);
+            match index::parse_part(&source.path, &source.module, &source.text, file) {
+                Ok((part, bodies)) => {
                     parts.push((file, Ok(part)));
                     own.push((file, bodies));
                 }
@@ -316,8 +314,8 @@ impl<'s> Run<'s> {
         self.rendering.expect(kinds.len());
         // This thread derives the kinds declared in its files (loaded here), and any thread
         // renders what was derived. A thread with nothing of its own left renders; only when
-        // nothing waits to be rendered does it take a kind no thread has started (reading its
-        // files again here), from the end.
+        // nothing waits to be rendered does it take a kind no thread has started (see
+        // `steal`).
         let first_file = |items: &[usize]| {
             items
                 .first()
@@ -1050,8 +1048,9 @@ mod tests {
         let mut parts = Vec::new();
         let mut own = Vec::new();
         for (file, source) in sources.iter().enumerate() {
-            let parsed = index::parse_file(&source.path, &source.text).expect("parses");
-            let (part, bodies) = index::split_file(&source.path, &source.module, parsed, file);
+            let (part, bodies) =
+                index::parse_part(&source.path, &source.module, &source.text, file)
+                    .expect("parses");
             parts.push(part);
             if file == 1 {
                 own.push((file, bodies));

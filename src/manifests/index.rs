@@ -616,6 +616,16 @@ pub struct FileBodies {
     default_impls: Vec<((String, String), syn::ImplItemFn)>,
 }
 
+/// Parses file number `file` (of module `module`) and splits it as [`split_file`] does.
+pub fn parse_part(
+    path: &Path,
+    module: &str,
+    text: &str,
+    file: usize,
+) -> Result<(FilePart, FileBodies), SourceError> {
+    parse_file(path, text).map(|parsed| split_file(path, module, parsed, file))
+}
+
 /// Splits parsed file number `file` (of module `module`) into what every thread needs and the
 /// bodies that stay here.
 pub fn split_file(

@@ -129,8 +129,8 @@ const STACK_SIZE: usize = 256 << 20;
 /// Jobs per render worker (in a run from scratch, jobs in all) that may wait before a deriving
 /// thread renders one itself. Only that thread can derive its kinds, so it renders as late as
 /// it can: a job it takes while deriving (say a 200 KB CRD) delays every later kind while the
-/// workers may sit idle, whereas the jobs left at the end are shared by all threads. The bound keeps the derived schemas waiting in memory
-/// in check when rendering is slower than deriving.
+/// workers may sit idle, whereas the jobs left at the end are shared by all threads. The bound
+/// keeps the derived schemas waiting in memory in check when rendering is slower than deriving.
 const BACKLOG: usize = 16;
 
 /// Stack reserved per byte of the largest source file for the parsing thread: syn needs up to
@@ -663,9 +663,8 @@ fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
     let mut bodies = Vec::with_capacity(sources.len());
     let mut errors = Vec::new();
     for (file, source) in sources.iter().enumerate() {
-        match index::parse_file(&source.path, &source.text) {
-            Ok(parsed) => {
-                let (part, body) = index::split_file(&source.path, &source.module, parsed, file);
+        match index::parse_part(&source.path, &source.module, &source.text, file) {
+            Ok((part, body)) => {
                 parts.push(part);
                 bodies.push((file, body));
             }

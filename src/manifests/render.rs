@@ -151,11 +151,11 @@ pub fn render(
         } else {
             Vec::new()
         };
-        let yaml = crd::to_yaml_after(HEADER, &crd).map_err(|e| vec![first_at.reworded(e)])?;
+        let yaml = crd::to_yaml(HEADER, &crd).map_err(|e| vec![first_at.reworded(e)])?;
         if cfg!(debug_assertions) {
             assert_eq!(
                 yaml,
-                format!("{HEADER}{}", typed_yaml(&merged, &schemas)),
+                typed_yaml(&merged, &schemas),
                 "the JSON schema writer departs from the typed CRD"
             );
         }
@@ -172,7 +172,7 @@ pub fn render(
         } else {
             Vec::new()
         };
-        let yaml = crd::to_yaml_after(HEADER, &merged).map_err(|e| vec![first_at.reworded(e)])?;
+        let yaml = crd::to_yaml(HEADER, &merged).map_err(|e| vec![first_at.reworded(e)])?;
         (findings, yaml)
     };
     Ok(Rendered {
@@ -198,5 +198,5 @@ fn typed_yaml(
             crd::put_schema(&mut crd, version, schema);
         }
     }
-    crd::to_yaml(&crd).unwrap_or_default()
+    crd::to_yaml(HEADER, &crd).unwrap_or_default()
 }

@@ -224,15 +224,28 @@ impl<'a> Builder<'a> {
         module: &str,
         examples: &mut [Folded],
     ) -> Result<(), SourceError> {
-        for example in examples {
-            if let Folded::Expr(expr) = example {
-                let span = expr.span();
-                let value = super::defaults::fold_expr(self.index, file, module, expr).map_err(|e| {
-                    e.reworded("kopgen cannot fold this example statically")
-                        .help("write a literal, a constant of this crate, or a function kopgen folds as a default (literals, `String::from`, `.into()`, `vec![..]`, struct literals)")
-                })?;
-                *example = Folded::Value(value, span);
-            }
+        const WHAT: &str = "kopgen cannot fold this example statically";
+        const HELP: &str = "write a literal, a constant of this crate, or a function kopgen folds as a default (literals, `String::from`, `.into()`, `vec![..]`, struct literals)";
+        examples
+            .iter_mut()
+            .try_for_each(|example| self.fold_expr(file, module, example, WHAT, HELP))
+    }
+
+    /// Folds `value` if it is still an expression, as [`super::defaults::fold_expr`] folds a
+    /// default; an error says `what` and `help`.
+    fn fold_expr(
+        &self,
+        file: &Path,
+        module: &str,
+        value: &mut Folded,
+        what: &str,
+        help: &str,
+    ) -> Result<(), SourceError> {
+        if let Folded::Expr(expr) = value {
+            let span = expr.span();
+            let folded = super::defaults::fold_expr(self.index, file, module, expr)
+                .map_err(|e| e.reworded(what).help(help))?;
+            *value = Folded::Value(folded, span);
         }
         Ok(())
     }
@@ -290,23 +303,16 @@ impl<'a> Builder<'a> {
         value: &mut Folded,
         expect: Expect,
     ) -> Result<(), SourceError> {
-        if let Folded::Expr(expr) = value {
-            let span = expr.span();
-            let regex = match (&expect, &**expr) {
-                (Expect::Text, syn::Expr::Path(p)) => {
-                    regex_pattern(self.index, module, &path_segments(&p.path))
-                }
-                _ => None,
-            };
-            let folded = match regex {
-                Some(pattern) => Value::String(pattern),
-                None => super::defaults::fold_expr(self.index, file, module, expr).map_err(|e| {
-                    e.reworded("kopgen cannot fold this attribute value statically")
-                        .help("write a literal, or a constant of this crate (`const MAX: u64 = 63;`) that kopgen can fold")
-                })?,
-            };
-            *value = Folded::Value(folded, span);
+        // A pattern may name a regex static.
+        if let (Expect::Text, Folded::Expr(expr)) = (&expect, &*value)
+            && let syn::Expr::Path(p) = &**expr
+            && let Some(pattern) = regex_pattern(self.index, module, &path_segments(&p.path))
+        {
+            *value = Folded::Value(Value::String(pattern), expr.span());
         }
+        const WHAT: &str = "kopgen cannot fold this attribute value statically";
+        const HELP: &str = "write a literal, or a constant of this crate (`const MAX: u64 = 63;`) that kopgen can fold";
+        self.fold_expr(file, module, value, WHAT, HELP)?;
         let Folded::Value(folded, span) = value else {
             return Ok(());
         };

@@ -229,7 +229,7 @@ impl Features {
     /// `const` (for `ReplaceConstValue`); `ReplaceUnevaluatedProperties` adds boolean
     /// subschemas, so when it runs, everything does.
     fn need(&self, transform: &dyn schemars::generate::GenTransform) -> bool {
-        use kube_core::schema::{OptionalEnum, OptionalIntOrString};
+        use kube_core::schema::OptionalEnum;
         use schemars::transform::{
             AddNullable, RemoveRefSiblings, ReplaceBoolSchemas, ReplaceConstValue,
             ReplacePrefixItems, ReplaceUnevaluatedProperties, SetSingleExample,
@@ -253,7 +253,7 @@ impl Features {
             self.prefix_items
         } else if transform.is::<OptionalEnum>() {
             self.any_of
-        } else if transform.is::<OptionalIntOrString>() || transform.is::<NullableIntOrString>() {
+        } else if transform.is::<NullableIntOrString>() {
             self.int_or_string
         } else {
             true
