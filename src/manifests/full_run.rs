@@ -21,7 +21,7 @@ use std::{
 };
 
 use super::{
-    BACKLOG, Finished, Generated, KindMeta, Options, STACK_SIZE, Slot, assemble,
+    BACKLOG, Finished, Generated, KindMeta, Options, STACK_SIZE, Slot, assemble, cores,
     crd::{self, CustomResource},
     discover::Source,
     error::{ManifestError, SourceError},
@@ -118,22 +118,32 @@ fn derive_on(
 ) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
     let threads = threads.clamp(1, sources.len().max(1));
     let run = Run::new(sources, options, record);
+    // Each thread on a core of its own, this one where it is (see `cores` for why).
+    let cores = if threads > 1 {
+        cores::Cores::of_this_thread()
+    } else {
+        cores::Cores::none()
+    };
     let (mine, helpers) = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
-            .filter_map(|_| {
+            .filter_map(|nth| {
                 let run = &run;
+                let cores = &cores;
                 std::thread::Builder::new()
                     .name("kopgen-derive".into())
                     .stack_size(stack.max(STACK_SIZE))
                     .spawn_scoped(scope, move || {
+                        let _pinned = cores.pin(nth);
                         run.start.ready();
                         run.take_part()
                     })
                     .ok()
             })
             .collect();
+        let pinned = cores.pin(0);
         run.start.go(handles.len());
         let mine = run.take_part();
+        drop(pinned);
         let helpers: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         (mine, helpers)
     });

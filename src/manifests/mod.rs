@@ -11,6 +11,7 @@
 pub mod attrs;
 pub mod cache;
 pub mod cel;
+mod cores;
 pub mod crd;
 pub mod defaults;
 pub mod discover;

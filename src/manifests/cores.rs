@@ -1,0 +1,111 @@
+//! Keeps each thread of a run on a core of its own while the run lasts (Linux only).
+//!
+//! Why: the guest kernels of some virtual machines keep runnable threads packed onto as few
+//! vCPUs as they can, so that idle vCPUs stay halted; this project's 2-core build machines run
+//! such a kernel. There, a helper thread that a busy thread starts, or wakes, is often queued
+//! behind it on the same core while the other core idles, until a load balance moves it:
+//! 0.6–4.5 ms later, in more than half of the runs, where parsing the fixture corpus on two
+//! threads takes 1.8 ms. A thread that is pinned runs where it is pinned at once.
+//!
+//! A run lasts milliseconds and each pin is undone when its thread's part ends, so a core that
+//! another process takes in the meantime costs this run a share of that core for that long.
+
+/// The cores the calling thread may run on, the one it runs on first.
+pub(super) struct Cores {
+    list: Vec<usize>,
+}
+
+impl Cores {
+    #[cfg(target_os = "linux")]
+    pub(super) fn of_this_thread() -> Self {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu};
+        let Ok(allowed) = sched_getaffinity(None) else {
+            return Self { list: Vec::new() };
+        };
+        let current = sched_getcpu();
+        let mut list: Vec<usize> = (0..CpuSet::MAX_CPU)
+            .filter(|&cpu| allowed.is_set(cpu))
+            .collect();
+        if let Some(at) = list.iter().position(|&cpu| cpu == current) {
+            list[..=at].rotate_right(1);
+        }
+        Self { list }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn of_this_thread() -> Self {
+        Self::none()
+    }
+
+    /// No cores to pin to: [`Cores::pin`] does nothing.
+    pub(super) fn none() -> Self {
+        Self { list: Vec::new() }
+    }
+
+    /// Pins the calling thread to the `nth` core of the list (counting round), until the
+    /// returned guard is dropped. Does nothing where there is a single core to run on.
+    pub(super) fn pin(&self, nth: usize) -> Option<Pinned> {
+        if self.list.len() < 2 {
+            return None;
+        }
+        Pinned::to(self.list[nth % self.list.len()])
+    }
+}
+
+/// A thread pinned to one core; dropping it gives the thread back the cores it had.
+pub(super) struct Pinned {
+    #[cfg(target_os = "linux")]
+    before: rustix::thread::CpuSet,
+}
+
+impl Pinned {
+    #[cfg(target_os = "linux")]
+    fn to(cpu: usize) -> Option<Self> {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let before = sched_getaffinity(None).ok()?;
+        let mut one = CpuSet::new();
+        one.set(cpu);
+        sched_setaffinity(None, &one).ok()?;
+        Some(Self { before })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn to(_cpu: usize) -> Option<Self> {
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // Failing leaves the thread on one core, which is where it ran: nothing to report.
+        let _ = rustix::thread::sched_setaffinity(None, &self.before);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_holds_until_dropped() {
+        std::thread::spawn(|| {
+            let cores = Cores::of_this_thread();
+            let before = rustix::thread::sched_getaffinity(None).expect("affinity");
+            let Some(pinned) = cores.pin(1) else {
+                // One core allowed: nothing to pin.
+                assert!(cores.list.len() < 2);
+                return;
+            };
+            assert_eq!(rustix::thread::sched_getcpu(), cores.list[1]);
+            let now = rustix::thread::sched_getaffinity(None).expect("affinity");
+            assert_eq!(now.count(), 1);
+            assert!(now.is_set(cores.list[1]));
+            drop(pinned);
+            let after = rustix::thread::sched_getaffinity(None).expect("affinity");
+            assert_eq!(after, before);
+        })
+        .join()
+        .expect("test thread");
+    }
+}
