@@ -2,6 +2,7 @@
 //! did and turns errors into messages. Everything below it returns typed errors.
 
 use std::{
+    fmt::Write as _,
     io::Write,
     path::{Path, PathBuf},
     process::ExitCode,
@@ -287,8 +288,11 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     .context("kopgen manifests")?;
     let outputs = generated.outputs;
     let mut blocking = 0;
+    // Findings and size notes go to stderr in one write: a large API has hundreds of findings,
+    // and a write per line costs more than deriving its CRDs.
+    let mut report = String::new();
     for located in &generated.findings {
-        eprintln!("{located}");
+        let _ = writeln!(report, "{located}");
         let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;
         if is_error || args.lint == LintMode::Deny {
             blocking += 1;
@@ -298,18 +302,23 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let size = output.contents.len();
         let name = output.path.display();
         if size > SIZE_ERROR {
-            eprintln!(
+            let _ = writeln!(
+                report,
                 "error[size]: {name} is {size} bytes, over etcd's 1.5 MiB request limit; split the kind or use --max-desc-len"
             );
             blocking += 1;
         } else if size > SIZE_WARNING {
-            eprintln!(
+            let _ = writeln!(
+                report,
                 "warning[size]: {name} is {size} bytes, over 256 KiB: client-side `kubectl apply` fails with \"metadata.annotations: Too long\"; use server-side apply (the Makefile does) or --max-desc-len"
             );
             if args.lint == LintMode::Deny {
                 blocking += 1;
             }
         }
+    }
+    if !report.is_empty() {
+        let _ = std::io::stderr().lock().write_all(report.as_bytes());
     }
     if blocking > 0 && args.lint != LintMode::Warn {
         anyhow::bail!(

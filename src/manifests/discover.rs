@@ -6,6 +6,7 @@ use walkdir::WalkDir;
 
 use super::{error::ManifestError, index::module_of};
 
+#[derive(Debug, Clone)]
 pub struct Source {
     pub path: PathBuf,
     pub module: String,

@@ -11,6 +11,10 @@
 //!
 //! The result does not depend on how the work fell: errors and outputs are put in the order of
 //! a run on one thread (files, then items, then kinds).
+//!
+//! The thread that hands in its share last assembles the result and delivers it, before any
+//! thread drops its syntax trees and schema definitions and exits. That tidying up takes each
+//! thread about as long as a tenth of the corpus's run; the caller no longer waits for it.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -47,6 +51,13 @@ type FoundResource = (usize, String, String, String);
 /// One file's custom resources, or the errors in their `#[kube(...)]`.
 type FoundInFile = (usize, Result<Vec<FoundResource>, Vec<SourceError>>);
 
+/// A run's result: the CRDs, and with `record` the index structure and the kinds as the cache
+/// keeps them.
+pub(super) type RunResult = Result<(Generated, Option<(Structure, Recorded)>), ManifestError>;
+
+/// Takes a run's result, on whichever of its threads finishes last.
+pub(super) type Deliver<'s> = Box<dyn FnOnce(RunResult) + Send + 's>;
+
 /// What the threads of a run share.
 struct Run<'s> {
     start: Start,
@@ -71,17 +82,31 @@ struct Run<'s> {
     /// Set once any kind fails to derive: then only derive errors are reported, and no thread
     /// renders any more.
     underived: AtomicBool,
+    shares: Mutex<Shares<'s>>,
+}
+
+/// The threads' shares of a run, handed in as each finishes, and where the result goes.
+struct Shares<'s> {
+    /// How many threads take part: known once every helper is started.
+    expected: Option<usize>,
+    /// Each share, with whether it is the spawning thread's.
+    handed_in: Vec<(bool, Result<Share, ManifestError>)>,
+    /// Taken by the thread that completes the shares.
+    deliver: Option<Deliver<'s>>,
 }
 
 /// Derives and renders every kind of `sources` on up to as many threads as there are cores,
-/// each with a stack of `stack` bytes (the one this thread was given for the deepest source).
-/// With `record`, also returns the index structure and the kinds as the cache keeps them.
-pub(super) fn derive_all(
-    sources: &[Source],
-    options: &Options,
+/// each with a stack of `stack` bytes (the one this thread was given for the deepest source),
+/// and gives the result to `deliver` as soon as it is complete: this returns only once every
+/// thread has tidied up. With `record`, the result holds the index structure and the kinds as
+/// the cache keeps them.
+pub(super) fn derive_all<'s>(
+    sources: &'s [Source],
+    options: &'s Options,
     record: bool,
     stack: usize,
-) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
+    deliver: impl FnOnce(RunResult) + Send + 's,
+) {
     // Without a stack of known size (no thread could start), nothing else will start either.
     let threads = if stack == 0 {
         1
@@ -92,7 +117,7 @@ pub(super) fn derive_all(
             bytes,
         )
     };
-    derive_on(sources, options, record, stack, threads)
+    derive_on(sources, options, record, stack, threads, Box::new(deliver));
 }
 
 /// At most this many threads: each builds an index of the whole crate, keeps a copy of the
@@ -109,22 +134,23 @@ fn threads_for(cores: usize, bytes: usize) -> usize {
 }
 
 /// [`derive_all`] on at most `threads` threads (and no more than there are files).
-fn derive_on(
-    sources: &[Source],
-    options: &Options,
+fn derive_on<'s>(
+    sources: &'s [Source],
+    options: &'s Options,
     record: bool,
     stack: usize,
     threads: usize,
-) -> Result<(Generated, Option<(Structure, Recorded)>), ManifestError> {
+    deliver: Deliver<'s>,
+) {
     let threads = threads.clamp(1, sources.len().max(1));
-    let run = Run::new(sources, options, record);
+    let run = Run::new(sources, options, record, deliver);
     // Each thread on a core of its own, this one where it is (see `cores` for why).
     let cores = if threads > 1 {
         cores::Cores::of_this_thread()
     } else {
         cores::Cores::none()
     };
-    let (mine, helpers) = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
             .filter_map(|nth| {
                 let run = &run;
@@ -135,61 +161,114 @@ fn derive_on(
                     .spawn_scoped(scope, move || {
                         let _pinned = cores.pin(nth);
                         run.start.ready();
-                        run.take_part()
+                        run.take_part(false);
                     })
                     .ok()
             })
             .collect();
+        run.expect_shares(handles.len() + 1);
         let pinned = cores.pin(0);
         run.start.go(handles.len());
-        let mine = run.take_part();
+        run.take_part(true);
         drop(pinned);
-        let helpers: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (mine, helpers)
+        for handle in handles {
+            // A thread that panicked handed in no share: the result is not delivered.
+            let _ = handle.join();
+        }
     });
-    let Share {
-        kinds,
-        mut outcomes,
-        structure,
-    } = mine?;
-    for helper in helpers {
-        let share = helper
-            .map_err(|_| ManifestError::Other("a derive thread panicked".into()))?
-            .map_err(|_| ManifestError::Other("a derive thread failed".into()))?;
-        outcomes.extend(share.outcomes);
+    let undelivered = run.shares.lock().ok().and_then(|mut s| s.deliver.take());
+    if let Some(deliver) = undelivered {
+        deliver(Err(ManifestError::Other("a derive thread panicked".into())));
     }
-    let mut slots: Vec<Option<Outcome>> = (0..kinds).map(|_| None).collect();
-    for (position, outcome) in outcomes {
-        if let Some(slot) = slots.get_mut(position) {
-            *slot = Some(outcome);
-        }
-    }
-    let mut underived = Vec::new();
-    let mut unrendered = Vec::new();
-    let mut finished = Vec::with_capacity(kinds);
-    for slot in slots {
-        match slot {
-            Some(Outcome::Underived(errors)) => underived.extend(errors),
-            Some(Outcome::Unrendered(errors)) => unrendered.extend(errors),
-            Some(Outcome::Done(done)) => finished.push(Slot::Derived(done)),
-            // Not rendered because another kind failed to derive, or lost.
-            None if !run.underived.load(Ordering::Acquire) => {
-                return Err(ManifestError::Other(
-                    "a kind was derived but not rendered".into(),
-                ));
+}
+
+impl Run<'_> {
+    /// The run's result from every thread's share.
+    fn result(&self, shares: Vec<(bool, Result<Share, ManifestError>)>) -> RunResult {
+        let mut mine = None;
+        let mut helpers = Vec::new();
+        for (spawning, share) in shares {
+            if spawning {
+                mine = Some(share);
+            } else {
+                helpers.push(share);
             }
-            None => {}
+        }
+        let Share {
+            kinds,
+            mut outcomes,
+            structure,
+        } = mine.ok_or_else(|| {
+            ManifestError::Other("the spawning thread handed in nothing".into())
+        })??;
+        for helper in helpers {
+            let share =
+                helper.map_err(|_| ManifestError::Other("a derive thread failed".into()))?;
+            outcomes.extend(share.outcomes);
+        }
+        let mut slots: Vec<Option<Outcome>> = (0..kinds).map(|_| None).collect();
+        for (position, outcome) in outcomes {
+            if let Some(slot) = slots.get_mut(position) {
+                *slot = Some(outcome);
+            }
+        }
+        let mut underived = Vec::new();
+        let mut unrendered = Vec::new();
+        let mut finished = Vec::with_capacity(kinds);
+        for slot in slots {
+            match slot {
+                Some(Outcome::Underived(errors)) => underived.extend(errors),
+                Some(Outcome::Unrendered(errors)) => unrendered.extend(errors),
+                Some(Outcome::Done(done)) => finished.push(Slot::Derived(done)),
+                // Not rendered because another kind failed to derive, or lost.
+                None if !self.underived.load(Ordering::Acquire) => {
+                    return Err(ManifestError::Other(
+                        "a kind was derived but not rendered".into(),
+                    ));
+                }
+                None => {}
+            }
+        }
+        if !underived.is_empty() {
+            return Err(ManifestError::Many(underived));
+        }
+        if !unrendered.is_empty() {
+            sort_by_place(&mut unrendered);
+            return Err(ManifestError::Many(unrendered));
+        }
+        let (generated, recorded) = assemble(finished, &[], 0, self.record)?;
+        Ok((generated, structure.map(|s| (s, recorded))))
+    }
+
+    /// The number of threads that hand in a share.
+    fn expect_shares(&self, threads: usize) {
+        self.hand_in_with(|shares| shares.expected = Some(threads));
+    }
+
+    /// This thread's share; the thread that completes the shares delivers the result.
+    fn hand_in(&self, spawning: bool, share: Result<Share, ManifestError>) {
+        self.hand_in_with(|shares| shares.handed_in.push((spawning, share)));
+    }
+
+    fn hand_in_with(&self, change: impl FnOnce(&mut Shares<'_>)) {
+        let complete = {
+            let Ok(mut shares) = self.shares.lock() else {
+                return;
+            };
+            change(&mut shares);
+            if shares.expected == Some(shares.handed_in.len()) {
+                shares
+                    .deliver
+                    .take()
+                    .map(|deliver| (deliver, std::mem::take(&mut shares.handed_in)))
+            } else {
+                None
+            }
+        };
+        if let Some((deliver, shares)) = complete {
+            deliver(self.result(shares));
         }
     }
-    if !underived.is_empty() {
-        return Err(ManifestError::Many(underived));
-    }
-    if !unrendered.is_empty() {
-        sort_by_place(&mut unrendered);
-        return Err(ManifestError::Many(unrendered));
-    }
-    let (generated, recorded) = assemble(finished, &[], 0, record)?;
-    Ok((generated, structure.map(|s| (s, recorded))))
 }
 
 /// One thread's share of a run.
@@ -202,7 +281,12 @@ struct Share {
 }
 
 impl<'s> Run<'s> {
-    fn new(sources: &'s [Source], options: &'s Options, record: bool) -> Self {
+    fn new(
+        sources: &'s [Source],
+        options: &'s Options,
+        record: bool,
+        deliver: Deliver<'s>,
+    ) -> Self {
         Self {
             start: Start::default(),
             next_thread: AtomicUsize::new(0),
@@ -215,13 +299,26 @@ impl<'s> Run<'s> {
             taken: OnceLock::new(),
             rendering: Rendering::new(),
             underived: AtomicBool::new(false),
+            shares: Mutex::new(Shares {
+                expected: None,
+                handed_in: Vec::new(),
+                deliver: Some(deliver),
+            }),
         }
     }
 
-    /// This thread's part of the run: parse, swap parts, find custom resources, swap them,
-    /// then derive and render kinds until none is left. Errors in the sources are returned by
-    /// every thread alike; the caller reports those of its own thread.
-    fn take_part(&self) -> Result<Share, ManifestError> {
+    /// This thread's part of the run (the spawning thread's, with `spawning`), handed in once
+    /// done, before the thread drops what it built.
+    fn take_part(&self, spawning: bool) {
+        if let Err(e) = self.part(spawning) {
+            self.hand_in(spawning, Err(e));
+        }
+    }
+
+    /// Parse, swap parts, find custom resources, swap them, then derive and render kinds until
+    /// none is left, and hand in the share. Errors in the sources are returned by every thread
+    /// alike; the run reports those of the spawning thread.
+    fn part(&self, spawning: bool) -> Result<(), ManifestError> {
         // Whatever way this thread leaves, nobody waits for it any longer.
         let leave = Leave {
             run: self,
@@ -400,11 +497,15 @@ impl<'s> Run<'s> {
             break;
         }
         leave.done.set(true);
-        Ok(Share {
-            kinds: kinds.len(),
-            outcomes,
-            structure: self.record.then(|| index.structure()),
-        })
+        self.hand_in(
+            spawning,
+            Ok(Share {
+                kinds: kinds.len(),
+                outcomes,
+                structure: self.record.then(|| index.structure()),
+            }),
+        );
+        Ok(())
     }
 
     /// A kind no thread has started, now this one's: one whose files this thread has at hand
@@ -993,7 +1094,19 @@ mod tests {
             lint: true,
             max_desc_len: None,
         };
-        derive_on(sources, &options, true, STACK_SIZE, threads)
+        let result = Mutex::new(None);
+        derive_on(
+            sources,
+            &options,
+            true,
+            STACK_SIZE,
+            threads,
+            Box::new(|r| *result.lock().expect("result") = Some(r)),
+        );
+        result
+            .into_inner()
+            .expect("result")
+            .expect("delivered")
             .map(|(generated, recorded)| {
                 let mut outputs: Vec<String> = generated
                     .outputs
@@ -1090,7 +1203,7 @@ mod tests {
         ];
         let taken: Vec<AtomicBool> = kinds.iter().map(|_| AtomicBool::new(false)).collect();
         let options = Options::default();
-        let run = Run::new(&sources, &options, false);
+        let run = Run::new(&sources, &options, false, Box::new(|_| {}));
         let order: Vec<Option<usize>> = (0..4).map(|_| run.steal(&index, &kinds, &taken)).collect();
         assert_eq!(order, [Some(1), Some(2), Some(0), None]);
     }
@@ -1111,17 +1224,23 @@ mod tests {
     fn a_thread_that_starts_late_only_observes() {
         let sources = corpus();
         let options = Options::default();
-        let run = Run::new(&sources, &options, false);
-        let first = run.take_part().map_err(|e| e.to_string());
-        assert!(first.as_ref().is_ok_and(|share| share.outcomes.len() > 60));
-        let late = std::thread::scope(|scope| {
+        // With no number of shares expected, the shares stay handed in, for this test to read.
+        let run = Run::new(&sources, &options, false, Box::new(|_| {}));
+        run.take_part(true);
+        std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(STACK_SIZE)
-                .spawn_scoped(scope, || run.take_part().map_err(|e| e.to_string()))
+                .spawn_scoped(scope, || run.take_part(false))
                 .map(|handle| handle.join())
-        });
-        let late = late.expect("thread starts").expect("thread ends");
-        assert!(late.is_ok_and(|share| share.outcomes.is_empty() && share.kinds > 60));
+        })
+        .expect("thread starts")
+        .expect("thread ends");
+        let shares = std::mem::take(&mut run.shares.lock().expect("shares").handed_in);
+        let [(true, Ok(first)), (false, Ok(late))] = &shares[..] else {
+            panic!("two shares, both done");
+        };
+        assert!(first.outcomes.len() > 60);
+        assert!(late.outcomes.is_empty() && late.kinds > 60);
     }
 
     /// Errors are reported in the order of a run on one thread, at every stage: syntax

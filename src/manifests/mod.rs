@@ -148,8 +148,11 @@ pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Generated, ManifestError> {
-    on_derive_thread(sources, |sources, stack| {
-        derive_and_render(sources, options, None, stack).map(|(generated, _)| generated)
+    let options = options.clone();
+    on_derive_thread(sources, move |sources, stack, deliver| {
+        derive_and_render(sources, &options, None, stack, move |result| {
+            deliver(result.map(|(generated, _)| generated));
+        });
     })
 }
 
@@ -171,8 +174,9 @@ pub fn generate_cached(
         return Ok(generated);
     }
     let record = Record { key, fingerprint };
-    let (generated, state) = on_derive_thread(sources, move |sources, stack| {
-        derive_and_render(sources, options, Some((record, previous)), stack)
+    let options = options.clone();
+    let (generated, state) = on_derive_thread(sources, move |sources, stack, deliver| {
+        derive_and_render(sources, &options, Some((record, previous)), stack, deliver);
     })?;
     if let Some((state, appended)) = state {
         cache::store(cache_file, state, &appended, &generated.outputs);
@@ -180,11 +184,19 @@ pub fn generate_cached(
     Ok(generated)
 }
 
-/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold, and tells
-/// it that stack's size (0 when no thread could start and `work` runs on the caller's).
-fn on_derive_thread<T: Send>(
+/// What a derive thread gives its result to.
+type Deliver<T> = Box<dyn FnOnce(Result<T, ManifestError>) + Send>;
+
+/// A derive thread's work and what it owns, for whichever thread takes it.
+type Job<T, W> = std::sync::Mutex<Option<(Vec<discover::Source>, W, Deliver<T>)>>;
+
+/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold, tells it
+/// that stack's size (0 when no thread could start and `work` runs on the caller's), and returns
+/// what it delivers. The thread is not waited for: once it has delivered, it drops its syntax
+/// trees and exits while the caller goes on (see [`settle`]).
+fn on_derive_thread<T: Send + 'static>(
     sources: &[discover::Source],
-    work: impl FnOnce(&[discover::Source], usize) -> Result<T, ManifestError> + Send,
+    work: impl FnOnce(&[discover::Source], usize, Deliver<T>) + Send + 'static,
 ) -> Result<T, ManifestError> {
     let largest = sources
         .iter()
@@ -197,38 +209,76 @@ fn on_derive_thread<T: Send>(
     // Where that much address space cannot be reserved, the fixed stack still covers any real
     // source (thousands of nesting levels).
     let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
-    let work = std::sync::Mutex::new(Some(work));
-    let run = |stack: usize| {
-        let work = work
-            .lock()
-            .ok()
-            .and_then(|mut w| w.take())
-            .ok_or_else(|| ManifestError::Other("the derive thread ran twice".into()))?;
-        work(sources, stack)
-    };
-    std::thread::scope(|scope| {
-        let mut started = None;
-        for size in sizes {
-            if let Ok(handle) = std::thread::Builder::new()
-                .name("kopgen-derive".into())
-                .stack_size(size)
-                .spawn_scoped(scope, move || run(size))
-            {
-                started = Some(handle);
-                break;
-            }
+    let (sender, result) = std::sync::mpsc::sync_channel(1);
+    let deliver: Deliver<T> = Box::new(move |r| {
+        // The caller is gone only if it panicked: nobody to tell.
+        let _ = sender.send(r);
+    });
+    // The thread outlives this call, so it owns what it reads.
+    let job = std::sync::Arc::new(std::sync::Mutex::new(Some((
+        sources.to_vec(),
+        work,
+        deliver,
+    ))));
+    /// Runs the job once, on whichever thread takes it.
+    fn run<T, W: FnOnce(&[discover::Source], usize, Deliver<T>)>(job: &Job<T, W>, stack: usize) {
+        if let Some((sources, work, deliver)) = job.lock().ok().and_then(|mut j| j.take()) {
+            work(&sources, stack, deliver);
         }
-        started
-            // No thread could start (a process limit): run here, on this thread's stack.
-            .map_or_else(
-                || run(0),
-                |handle| {
-                    handle
-                        .join()
-                        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
-                },
-            )
-    })
+    }
+    let mut started = false;
+    for size in sizes {
+        let job = std::sync::Arc::clone(&job);
+        if let Ok(handle) = std::thread::Builder::new()
+            .name("kopgen-derive".into())
+            .stack_size(size)
+            .spawn(move || run(&job, size))
+        {
+            background::add(handle);
+            started = true;
+            break;
+        }
+    }
+    if !started {
+        // No thread could start (a process limit): run here, on this thread's stack.
+        run(&job, 0);
+    }
+    drop(job);
+    result
+        .recv()
+        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+}
+
+/// Waits until the threads of earlier runs have finished tidying up (dropping what they built,
+/// and exiting). A run returns before that; a benchmark that times runs one after another, as
+/// separate processes would run, calls this between them.
+pub fn settle() {
+    background::join_all();
+}
+
+/// Derive threads that delivered their result and may still be tidying up.
+mod background {
+    use std::{sync::Mutex, thread::JoinHandle};
+
+    static THREADS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+    /// Keeps `thread` for [`join_all`], forgetting those that have ended.
+    pub(super) fn add(thread: JoinHandle<()>) {
+        if let Ok(mut threads) = THREADS.lock() {
+            threads.retain(|t| !t.is_finished());
+            threads.push(thread);
+        }
+    }
+
+    pub(super) fn join_all() {
+        let threads = THREADS
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A render worker: renders the kinds in `queue` until the deriving thread closes it.
@@ -309,9 +359,12 @@ fn derive_and_render(
     options: &Options,
     cached: Option<(Record, Option<cache::State>)>,
     stack: usize,
-) -> Result<(Generated, Option<(cache::State, String)>), ManifestError> {
+    deliver: impl FnOnce(Result<(Generated, Option<(cache::State, String)>), ManifestError>) + Send,
+) {
     let Some((record, previous)) = cached else {
-        return full_run::derive_all(sources, options, false, stack).map(|(g, _)| (g, None));
+        return full_run::derive_all(sources, options, false, stack, move |result| {
+            deliver(result.map(|(generated, _)| (generated, None)));
+        });
     };
     if let Some(mut previous) = previous
         && let Some(changed) = changed_files(&previous, &record)
@@ -328,7 +381,7 @@ fn derive_and_render(
             )
             && !index.is_broken()
         {
-            return Ok((
+            return deliver(Ok((
                 generated,
                 Some(new_state(
                     index.structure(),
@@ -336,13 +389,16 @@ fn derive_and_render(
                     recorded,
                     previous.blob_len,
                 )),
-            ));
+            )));
         }
     }
-    let (generated, recorded) = full_run::derive_all(sources, options, true, stack)?;
-    let (structure, recorded) =
-        recorded.ok_or_else(|| ManifestError::Other("a recording run recorded nothing".into()))?;
-    Ok((generated, Some(new_state(structure, record, recorded, 0))))
+    full_run::derive_all(sources, options, true, stack, move |result| {
+        deliver(result.and_then(|(generated, recorded)| {
+            let (structure, recorded) = recorded
+                .ok_or_else(|| ManifestError::Other("a recording run recorded nothing".into()))?;
+            Ok((generated, Some(new_state(structure, record, recorded, 0))))
+        }));
+    });
 }
 
 /// An incremental run's kinds (a run from scratch is [`full_run`]'s). The index holds the last
