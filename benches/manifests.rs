@@ -4,7 +4,10 @@
 //! (20 structs each, so 500 kinds = 10,000 structs) and for the parity fixture corpus:
 //! - `manifests`: wall time of what `kopgen manifests` does but writing (read, parse, derive, lint, serialize);
 //! - `parse floor`: reading the same files and `syn::parse_file` on each;
-//! - per struct: manifests time / structs, which should stay flat as projects grow.
+//! - per struct: manifests time / structs, which should stay flat as projects grow;
+//! - the same as processes, start to exit: the `kopgen` binary (`manifests --stdout`) against
+//!   this bench binary reading and parsing the files, so process start and the cost of touching
+//!   fresh memory count on both sides.
 //!
 //! With `KOPGEN_BENCH_KUBE=1` it also measures the kube-rs path on the fixture corpus:
 //! change one field, rebuild the crdgen harness (kube-derive) incrementally and run it.
@@ -198,7 +201,62 @@ fn report(label: &str, dir: &Path, structs: usize, runs: usize) -> Duration {
     manifests
 }
 
+/// Median wall time of `runs` fresh processes, each running `command` to its exit: what a
+/// user or CI job waits for, with process start and first-touched memory included.
+fn time_processes(runs: usize, mut command: impl FnMut() -> Command) -> Duration {
+    let mut once = || {
+        let start = Instant::now();
+        let status = command()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("process starts");
+        let elapsed = start.elapsed();
+        assert!(status.success(), "{status}");
+        elapsed
+    };
+    let _warm = once();
+    median((0..runs).map(|_| once()).collect())
+}
+
+/// The `kopgen` binary's `manifests --stdout` on `dir`, against this bench binary run as a
+/// process that only reads and parses the same files (same allocator, similar size).
+fn report_processes(label: &str, dir: &Path, runs: usize) {
+    let kopgen = time_processes(runs, || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kopgen"));
+        command
+            .args([
+                "manifests",
+                "--stdout",
+                "--lint",
+                "warn",
+                "--no-cache",
+                "--paths",
+            ])
+            .arg(dir);
+        command
+    });
+    let floor = time_processes(runs, || {
+        let mut command = Command::new(std::env::current_exe().expect("bench binary"));
+        command.env(FLOOR_CHILD, dir);
+        command
+    });
+    println!(
+        "{label:<28} kopgen    {:>9.2} ms   floor process {:>6.2} ms   ratio {:>5.2}x   (processes, start to exit)",
+        kopgen.as_secs_f64() * 1e3,
+        floor.as_secs_f64() * 1e3,
+        kopgen.as_secs_f64() / floor.as_secs_f64(),
+    );
+}
+
+/// Set to a directory, this bench binary only reads and parses its files, and exits.
+const FLOOR_CHILD: &str = "KOPGEN_BENCH_FLOOR_CHILD";
+
 fn main() {
+    if let Some(dir) = std::env::var_os(FLOOR_CHILD) {
+        std::hint::black_box(parse_floor(Path::new(&dir)));
+        return;
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|a| a == "--bench");
     let scratch = tempfile::tempdir().expect("tempdir");
@@ -222,6 +280,7 @@ fn main() {
         fixture_structs.max(1),
         if quick { 1 } else { 20 },
     );
+    report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
     // The cached runs edit files: on a copy of the corpus.
     let corpus_copy = scratch_root.join("corpus/src");
     std::fs::create_dir_all(&corpus_copy).expect("mkdir");
@@ -249,6 +308,11 @@ fn main() {
             &format!("{kinds} kinds / {structs} structs"),
             &dir.join("src"),
             structs,
+            if quick { 1 } else { runs },
+        );
+        report_processes(
+            &format!("{kinds} kinds"),
+            &dir.join("src"),
             if quick { 1 } else { runs },
         );
         let cached = incremental(

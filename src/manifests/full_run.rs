@@ -112,10 +112,7 @@ pub(super) fn derive_all<'s>(
         1
     } else {
         let bytes = sources.iter().map(|s| s.text.len()).sum();
-        threads_for(
-            std::thread::available_parallelism().map_or(1, usize::from),
-            bytes,
-        )
+        threads_for(super::cores(), bytes)
     };
     derive_on(sources, options, record, stack, threads, Box::new(deliver));
 }
