@@ -7,10 +7,12 @@
 //! 0.6–4.5 ms later, in more than half of the runs, where parsing the fixture corpus on two
 //! threads takes 1.8 ms. A thread that is pinned runs where it is pinned at once.
 //!
-//! A run lasts milliseconds and each pin is undone when its thread's part ends, so a core that
-//! another process takes in the meantime costs this run a share of that core for that long.
+//! Threads are pinned only until every file is parsed (a millisecond or two), and the pins are
+//! undone then: a core that another process takes in the meantime costs the run a share of that
+//! core for that long, and the scheduler places the threads as it likes afterwards.
 
-/// The cores the calling thread may run on, the one it runs on first.
+/// The cores the calling thread may run on, from the one it runs on, in a circle: helpers of
+/// runs started on different cores go to different cores.
 pub(super) struct Cores {
     list: Vec<usize>,
 }
@@ -27,7 +29,7 @@ impl Cores {
             .filter(|&cpu| allowed.is_set(cpu))
             .collect();
         if let Some(at) = list.iter().position(|&cpu| cpu == current) {
-            list[..=at].rotate_right(1);
+            list.rotate_left(at);
         }
         Self { list }
     }
@@ -92,6 +94,16 @@ mod tests {
         std::thread::spawn(|| {
             let cores = Cores::of_this_thread();
             let before = rustix::thread::sched_getaffinity(None).expect("affinity");
+            // Every allowed core once, in a circle from the first.
+            let mut sorted = cores.list.clone();
+            sorted.sort_unstable();
+            let mut circle = sorted.clone();
+            if let Some(&first) = cores.list.first() {
+                let at = sorted.iter().position(|&c| c == first).expect("first core");
+                circle.rotate_left(at);
+            }
+            assert_eq!(cores.list, circle);
+            assert_eq!(sorted.len() as u32, before.count());
             let Some(pinned) = cores.pin(1) else {
                 // One core allowed: nothing to pin.
                 assert!(cores.list.len() < 2);

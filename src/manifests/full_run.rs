@@ -156,9 +156,9 @@ fn derive_on<'s>(
                     .name("kopgen-derive".into())
                     .stack_size(stack.max(STACK_SIZE))
                     .spawn_scoped(scope, move || {
-                        let _pinned = cores.pin(nth);
+                        let pinned = cores.pin(nth);
                         run.start.ready();
-                        run.take_part(false);
+                        run.take_part(false, pinned);
                     })
                     .ok()
             })
@@ -166,8 +166,7 @@ fn derive_on<'s>(
         run.expect_shares(handles.len() + 1);
         let pinned = cores.pin(0);
         run.start.go(handles.len());
-        run.take_part(true);
-        drop(pinned);
+        run.take_part(true, pinned);
         for handle in handles {
             // A thread that panicked handed in no share: the result is not delivered.
             let _ = handle.join();
@@ -305,9 +304,11 @@ impl<'s> Run<'s> {
     }
 
     /// This thread's part of the run (the spawning thread's, with `spawning`), handed in once
-    /// done, before the thread drops what it built.
-    fn take_part(&self, spawning: bool) {
-        if let Err(e) = self.part(spawning) {
+    /// done, before the thread drops what it built. A thread `pinned` to a core stays there
+    /// until every file is parsed, which is where the cores have to be shared out at once;
+    /// after that it goes wherever the scheduler puts it.
+    fn take_part(&self, spawning: bool, pinned: Option<cores::Pinned>) {
+        if let Err(e) = self.part(spawning, pinned) {
             self.hand_in(spawning, Err(e));
         }
     }
@@ -315,7 +316,7 @@ impl<'s> Run<'s> {
     /// Parse, swap parts, find custom resources, swap them, then derive and render kinds until
     /// none is left, and hand in the share. Errors in the sources are returned by every thread
     /// alike; the run reports those of the spawning thread.
-    fn part(&self, spawning: bool) -> Result<(), ManifestError> {
+    fn part(&self, spawning: bool, pinned: Option<cores::Pinned>) -> Result<(), ManifestError> {
         // Whatever way this thread leaves, nobody waits for it any longer.
         let leave = Leave {
             run: self,
@@ -339,6 +340,7 @@ impl<'s> Run<'s> {
         }
         let participant = leave.participant.get();
         let all = self.parsed.meet(participant, parts).ok_or_else(stopped)?;
+        drop(pinned);
         let parsed = by_file(&all);
         let errors: Vec<SourceError> = parsed
             .iter()
@@ -1223,11 +1225,11 @@ mod tests {
         let options = Options::default();
         // With no number of shares expected, the shares stay handed in, for this test to read.
         let run = Run::new(&sources, &options, false, Box::new(|_| {}));
-        run.take_part(true);
+        run.take_part(true, None);
         std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(STACK_SIZE)
-                .spawn_scoped(scope, || run.take_part(false))
+                .spawn_scoped(scope, || run.take_part(false, None))
                 .map(|handle| handle.join())
         })
         .expect("thread starts")
