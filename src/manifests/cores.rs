@@ -24,14 +24,10 @@ impl Cores {
         let Ok(allowed) = sched_getaffinity(None) else {
             return Self { list: Vec::new() };
         };
-        let current = sched_getcpu();
-        let mut list: Vec<usize> = (0..CpuSet::MAX_CPU)
-            .filter(|&cpu| allowed.is_set(cpu))
-            .collect();
-        if let Some(at) = list.iter().position(|&cpu| cpu == current) {
-            list.rotate_left(at);
+        let allowed = (0..CpuSet::MAX_CPU).filter(|&cpu| allowed.is_set(cpu));
+        Self {
+            list: circle(allowed.collect(), sched_getcpu()),
         }
-        Self { list }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -52,6 +48,15 @@ impl Cores {
         }
         Pinned::to(self.list[nth % self.list.len()])
     }
+}
+
+/// The `allowed` cores (ascending) from `current` on, wrapping round: the spawning thread keeps
+/// its core, and its helpers take the ones after it.
+fn circle(mut allowed: Vec<usize>, current: usize) -> Vec<usize> {
+    if let Some(at) = allowed.iter().position(|&cpu| cpu == current) {
+        allowed.rotate_left(at);
+    }
+    allowed
 }
 
 /// A thread pinned to one core; dropping it gives the thread back the cores it had.
@@ -90,19 +95,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn helpers_take_the_cores_after_the_spawning_threads() {
+        let allowed = vec![0, 1, 2, 3, 5, 8];
+        assert_eq!(circle(allowed.clone(), 3), [3, 5, 8, 0, 1, 2]);
+        assert_eq!(circle(allowed.clone(), 0), allowed);
+        // Runs started on different cores give their first helpers different cores.
+        assert_ne!(circle(allowed.clone(), 5)[1], circle(allowed.clone(), 8)[1]);
+        // A core outside the mask (the mask changed meanwhile): the mask as it is.
+        assert_eq!(circle(allowed.clone(), 4), allowed);
+    }
+
+    #[test]
     fn a_pin_holds_until_dropped() {
         std::thread::spawn(|| {
             let cores = Cores::of_this_thread();
             let before = rustix::thread::sched_getaffinity(None).expect("affinity");
-            // Every allowed core once, in a circle from the first.
+            // Every allowed core once.
             let mut sorted = cores.list.clone();
             sorted.sort_unstable();
-            let mut circle = sorted.clone();
-            if let Some(&first) = cores.list.first() {
-                let at = sorted.iter().position(|&c| c == first).expect("first core");
-                circle.rotate_left(at);
-            }
-            assert_eq!(cores.list, circle);
+            sorted.dedup();
+            assert_eq!(sorted.len(), cores.list.len());
             assert_eq!(sorted.len() as u32, before.count());
             let Some(pinned) = cores.pin(1) else {
                 // One core allowed: nothing to pin.
