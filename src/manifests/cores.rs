@@ -1,4 +1,4 @@
-//! Keeps each thread of a run on a core of its own while the run lasts (Linux only).
+//! Keeps each thread of a run on a core of its own while the run parses (Linux only).
 //!
 //! Why: the guest kernels of some virtual machines keep runnable threads packed onto as few
 //! vCPUs as they can, so that idle vCPUs stay halted; this project's 2-core build machines run
@@ -52,6 +52,7 @@ impl Cores {
 
 /// The `allowed` cores (ascending) from `current` on, wrapping round: the spawning thread keeps
 /// its core, and its helpers take the ones after it.
+#[cfg(target_os = "linux")]
 fn circle(mut allowed: Vec<usize>, current: usize) -> Vec<usize> {
     if let Some(at) = allowed.iter().position(|&cpu| cpu == current) {
         allowed.rotate_left(at);
