@@ -205,18 +205,24 @@ fn report(label: &str, dir: &Path, structs: usize, runs: usize) -> Duration {
 /// user or CI job waits for, with process start and first-touched memory included.
 fn time_processes(runs: usize, mut command: impl FnMut() -> Command) -> Duration {
     let mut once = || {
-        let start = Instant::now();
-        let status = command()
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("process starts");
-        let elapsed = start.elapsed();
-        assert!(status.success(), "{status}");
-        elapsed
+        let mut command = command();
+        command.stderr(std::process::Stdio::null());
+        run_to_exit(command)
     };
     let _warm = once();
     median((0..runs).map(|_| once()).collect())
+}
+
+/// Wall time of `command` from start to exit, its output discarded; it must succeed.
+fn run_to_exit(mut command: Command) -> Duration {
+    let start = Instant::now();
+    let status = command
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("process starts");
+    let elapsed = start.elapsed();
+    assert!(status.success(), "{command:?}: {status}");
+    elapsed
 }
 
 /// The `kopgen` binary's `manifests --stdout` on `dir`, against this bench binary run as a
@@ -439,17 +445,13 @@ fn shared_target() -> PathBuf {
 
 /// Wall time of `cargo run --quiet <args>` in `dir` (an incremental rebuild, then the run).
 fn cargo_run(dir: &Path, args: &[&str]) -> Duration {
-    let start = Instant::now();
-    let status = Command::new("cargo")
+    let mut command = Command::new("cargo");
+    command
         .args(["run", "--quiet"])
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("cargo");
-    assert!(status.success(), "cargo run {args:?} in {}", dir.display());
-    start.elapsed()
+        .env("CARGO_TARGET_DIR", shared_target());
+    run_to_exit(command)
 }
 
 /// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.

@@ -53,10 +53,11 @@ type FoundInFile = (usize, Result<Vec<FoundResource>, Vec<SourceError>>);
 
 /// A run's result: the CRDs, and with `record` the index structure and the kinds as the cache
 /// keeps them.
-pub(super) type RunResult = Result<(Generated, Option<(Structure, Recorded)>), ManifestError>;
+pub(super) type RunResult = Result<RunOutput, ManifestError>;
+type RunOutput = (Generated, Option<(Structure, Recorded)>);
 
 /// Takes a run's result, on whichever of its threads finishes last.
-pub(super) type Deliver<'s> = Box<dyn FnOnce(RunResult) + Send + 's>;
+type Deliver<'s> = super::Deliver<'s, RunOutput>;
 
 /// What the threads of a run share.
 struct Run<'s> {

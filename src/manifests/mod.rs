@@ -192,11 +192,11 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
-/// What a derive thread gives its result to.
-type Deliver<T> = Box<dyn FnOnce(Result<T, ManifestError>) + Send>;
+/// What a run's result is given to, on whichever thread has it first.
+type Deliver<'a, T> = Box<dyn FnOnce(Result<T, ManifestError>) + Send + 'a>;
 
 /// A derive thread's work and what it owns, for whichever thread takes it.
-type Job<T, W> = std::sync::Mutex<Option<(Vec<discover::Source>, W, Deliver<T>)>>;
+type Job<T, W> = std::sync::Mutex<Option<(Vec<discover::Source>, W, Deliver<'static, T>)>>;
 
 /// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold, tells it
 /// that stack's size (0 when no thread could start and `work` runs on the caller's), and returns
@@ -204,7 +204,7 @@ type Job<T, W> = std::sync::Mutex<Option<(Vec<discover::Source>, W, Deliver<T>)>
 /// trees and exits while the caller goes on (see [`settle`]).
 fn on_derive_thread<T: Send + 'static>(
     sources: &[discover::Source],
-    work: impl FnOnce(&[discover::Source], usize, Deliver<T>) + Send + 'static,
+    work: impl FnOnce(&[discover::Source], usize, Deliver<'static, T>) + Send + 'static,
 ) -> Result<T, ManifestError> {
     let largest = sources
         .iter()
@@ -218,7 +218,7 @@ fn on_derive_thread<T: Send + 'static>(
     // source (thousands of nesting levels).
     let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
     let (sender, result) = std::sync::mpsc::sync_channel(1);
-    let deliver: Deliver<T> = Box::new(move |r| {
+    let deliver: Deliver<'static, T> = Box::new(move |r| {
         // The caller is gone only if it panicked: nobody to tell.
         let _ = sender.send(r);
     });
@@ -229,7 +229,10 @@ fn on_derive_thread<T: Send + 'static>(
         deliver,
     ))));
     /// Runs the job once, on whichever thread takes it.
-    fn run<T, W: FnOnce(&[discover::Source], usize, Deliver<T>)>(job: &Job<T, W>, stack: usize) {
+    fn run<T, W: FnOnce(&[discover::Source], usize, Deliver<'static, T>)>(
+        job: &Job<T, W>,
+        stack: usize,
+    ) {
         if let Some((sources, work, deliver)) = job.lock().ok().and_then(|mut j| j.take()) {
             work(&sources, stack, deliver);
         }

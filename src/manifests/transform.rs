@@ -556,6 +556,7 @@ mod tests {
         let mut hoisted = Schema::try_from(json!({"oneOf": []})).expect("schema");
         assert!(!normalize_for_rewriter(&mut hoisted));
     }
+
     /// Transforms skipped for want of anything to do would have changed nothing: each keyword
     /// some transform rewrites, nested where only a walk of the whole tree finds it, gives what
     /// kube-derive's generator gives with every transform.

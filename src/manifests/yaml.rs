@@ -660,7 +660,11 @@ impl Serializer {
         if value.as_bytes().contains(&0xE2) && value.contains(['\u{2028}', '\u{2029}']) {
             return Err(Unsupported);
         }
-        self.scalar(value, requested_style(value))
+        // Not printable ASCII, as just found: analyzed character by character.
+        let analysis = analyze_chars(value);
+        self.w
+            .analyzed_scalar(value, requested_style(value), self.next, &analysis);
+        Ok(())
     }
 
     fn open(&mut self, map: bool) {
