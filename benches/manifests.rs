@@ -18,11 +18,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// The allocator of the `kopgen` binary, so both `kopgen manifests` and the parse floor are
-/// measured as the command runs them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -90,28 +85,6 @@ fn synthetic(root: &Path, kinds: usize) -> usize {
     structs
 }
 
-/// `kopgen manifests` with its cache, after one field of `file` changes (what a save or
-/// `make manifests` costs while editing): each sample adds a different field after `anchor`,
-/// so every run finds a changed file, as the kube-rs path's rebuild does.
-fn incremental(src: &Path, file: &Path, anchor: &str, runs: usize) -> Duration {
-    let cache_dir = tempfile::tempdir().expect("tempdir");
-    let cache = cache_dir.path().join("manifests.cache");
-    let paths = vec![src.to_path_buf()];
-    let options = kopgen::manifests::Options {
-        lint: true,
-        ..Default::default()
-    };
-    let once = || {
-        let sources = kopgen::manifests::discover::sources(&paths).expect("sources");
-        kopgen::manifests::generate_cached(&sources, &options, &cache)
-            .expect("manifests")
-            .outputs
-            .len()
-    };
-    let _store = time(1, once);
-    after_field_changes(file, anchor, runs, || time_once(once))
-}
-
 /// Median of `measure` over `samples` runs, each after a different field is added after
 /// `anchor` in `file`, so that every run sees a changed file; `file` is restored afterwards.
 fn after_field_changes(
@@ -136,24 +109,20 @@ fn after_field_changes(
     median(times)
 }
 
-/// One line comparing the kube-rs path with kopgen from scratch and cached.
-fn print_speedup(label: &str, kube: Duration, scratch: Duration, cached: Duration) {
+/// One line comparing the kube-rs path with kopgen.
+fn print_speedup(label: &str, kube: Duration, kopgen: Duration) {
     println!(
         "kube-rs path, {label} (incremental rebuild + run of crdgen after one field change) {:.2} s; \
-         kopgen {:.2} ms from scratch ({:.0}x), {:.2} ms cached ({:.0}x)",
+         kopgen {:.2} ms ({:.0}x)",
         kube.as_secs_f64(),
-        scratch.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / scratch.as_secs_f64(),
-        cached.as_secs_f64() * 1e3,
-        kube.as_secs_f64() / cached.as_secs_f64()
+        kopgen.as_secs_f64() * 1e3,
+        kube.as_secs_f64() / kopgen.as_secs_f64(),
     );
 }
 
-/// One run of `f` on a fresh thread (see [`time`]). A run returns once its result is ready,
-/// and its threads then tidy up (drop their syntax trees, exit), which the `kopgen` process
-/// skips by exiting: that is waited for here, untimed, so the next run starts on idle cores.
+/// One run of `f` on a fresh thread (see [`time`]).
 fn time_once<T: Send>(f: impl Fn() -> T + Sync) -> Duration {
-    let elapsed = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         s.spawn(|| {
             let start = Instant::now();
             std::hint::black_box(f());
@@ -161,9 +130,7 @@ fn time_once<T: Send>(f: impl Fn() -> T + Sync) -> Duration {
         })
         .join()
         .expect("bench thread")
-    });
-    kopgen::manifests::settle();
-    elapsed
+    })
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -231,14 +198,7 @@ fn report_processes(label: &str, dir: &Path, runs: usize) {
     let kopgen = time_processes(runs, || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kopgen"));
         command
-            .args([
-                "manifests",
-                "--stdout",
-                "--lint",
-                "warn",
-                "--no-cache",
-                "--paths",
-            ])
+            .args(["manifests", "--stdout", "--lint", "warn", "--paths"])
             .arg(dir);
         command
     });
@@ -287,24 +247,6 @@ fn main() {
         if quick { 1 } else { 20 },
     );
     report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
-    // The cached runs edit files: on a copy of the corpus.
-    let corpus_copy = scratch_root.join("corpus/src");
-    std::fs::create_dir_all(&corpus_copy).expect("mkdir");
-    for file in rust_files(&fixtures) {
-        let name = file.file_name().expect("file name");
-        std::fs::copy(&file, corpus_copy.join(name)).expect("copy");
-    }
-    let corpus_incremental = incremental(
-        &corpus_copy,
-        &corpus_copy.join("basic.rs"),
-        "pub foo: Option<String>,",
-        if quick { 1 } else { 20 },
-    );
-    println!(
-        "{:<28} manifests {:>9.2} ms   (cached, after one field change)",
-        "fixture corpus",
-        corpus_incremental.as_secs_f64() * 1e3
-    );
     let sizes: &[usize] = if quick { &[10] } else { &[10, 50, 100, 500] };
     for &kinds in sizes {
         let dir = scratch_root.join(format!("k{kinds}"));
@@ -321,33 +263,16 @@ fn main() {
             &dir.join("src"),
             if quick { 1 } else { runs },
         );
-        let cached = incremental(
-            &dir.join("src"),
-            &dir.join("src/kinds/kind0.rs"),
-            "pub tags: Vec<String>,",
-            if quick { 1 } else { runs },
-        );
-        println!(
-            "{:<28} manifests {:>9.2} ms   (cached, after one field change)",
-            format!("{kinds} kinds"),
-            cached.as_secs_f64() * 1e3
-        );
     }
     if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {
-        kube_path(corpus, corpus_incremental);
+        kube_path(corpus);
         kube_path_operator(&scratch_root);
         if !quick {
             let kinds = 500;
             let dir = scratch_root.join(format!("k{kinds}"));
             let paths = vec![dir.join("src")];
             let ours = time(3, || manifests(&paths));
-            let cached = incremental(
-                &dir.join("src"),
-                &dir.join("src/kinds/kind0.rs"),
-                "pub tags: Vec<String>,",
-                5,
-            );
-            kube_path_synthetic(&dir, kinds, ours, cached);
+            kube_path_synthetic(&dir, kinds, ours);
         }
     }
 }
@@ -394,13 +319,12 @@ fn kube_path_operator(scratch: &Path) {
     let kube = after_field_changes(&types, anchor, 3, run);
     let paths = vec![project.join("src")];
     let ours = time(20, || manifests(&paths));
-    let cached = incremental(&project.join("src"), &types, anchor, 20);
-    print_speedup("scaffolded operator", kube, ours, cached);
+    print_speedup("scaffolded operator", kube, ours);
 }
 
 /// The kube-rs path on the synthetic project: a crdgen binary over its 500 kinds, rebuilt
 /// incrementally after one field changes (the first, cold build is not timed).
-fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration, cached: Duration) {
+fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration) {
     let harness = dir.with_file_name(format!("crdgen-k{kinds}"));
     std::fs::create_dir_all(&harness).expect("mkdir");
     std::fs::write(
@@ -431,7 +355,7 @@ fn kube_path_synthetic(dir: &Path, kinds: usize, kopgen_time: Duration, cached: 
     );
     let file = dir.join("src/kinds/kind0.rs");
     let kube = after_field_changes(&file, "pub tags: Vec<String>,", 1, run);
-    print_speedup(&format!("{kinds} kinds"), kube, kopgen_time, cached);
+    print_speedup(&format!("{kinds} kinds"), kube, kopgen_time);
 }
 
 /// The cargo target directory kopgen's tests share with generated projects.
@@ -455,7 +379,7 @@ fn cargo_run(dir: &Path, args: &[&str]) -> Duration {
 }
 
 /// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
-fn kube_path(kopgen_time: Duration, cached: Duration) {
+fn kube_path(kopgen_time: Duration) {
     let target = shared_target();
     let harness = target.with_file_name("parity-harness");
     if !harness.join("Cargo.toml").exists() {
@@ -466,5 +390,5 @@ fn kube_path(kopgen_time: Duration, cached: Duration) {
     let kube = after_field_changes(&file, "pub foo: Option<String>,", 3, || {
         cargo_run(&harness, &[])
     });
-    print_speedup("fixture corpus", kube, kopgen_time, cached);
+    print_speedup("fixture corpus", kube, kopgen_time);
 }

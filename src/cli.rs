@@ -159,10 +159,6 @@ pub struct ManifestsArgs {
     /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
     #[arg(long, value_name = "N")]
     pub max_desc_len: Option<usize>,
-    /// Derive every CRD from scratch instead of reusing, from `target/kopgen/manifests.cache`,
-    /// those whose source files did not change. `--check` never uses the cache.
-    #[arg(long)]
-    pub no_cache: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -277,19 +273,10 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         lint: args.lint != LintMode::Off,
         max_desc_len: args.max_desc_len,
     };
-    // The cache lives in the crate's `target/` (ignored by git); `--check` is CI's gate and
-    // always derives from scratch.
-    let cache_file = root.join("target/kopgen/manifests.cache");
-    let generated = if args.check || args.no_cache || !root.join("Cargo.toml").is_file() {
-        crate::manifests::generate_with(&sources, &options)
-    } else {
-        crate::manifests::generate_cached(&sources, &options, &cache_file)
-    }
-    .context("kopgen manifests")?;
+    let generated =
+        crate::manifests::generate_with(&sources, &options).context("kopgen manifests")?;
     let outputs = generated.outputs;
     let mut blocking = 0;
-    // Findings and size notes go to stderr in one write: a large API has hundreds of findings,
-    // and a write per line costs more than deriving its CRDs.
     let mut report = String::new();
     for located in &generated.findings {
         let _ = writeln!(report, "{located}");

@@ -14,7 +14,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use kopgen::manifests::{self, HEADER, ResourceInfo};
+use kopgen::manifests::{self, HEADER};
+use support::scan;
 
 fn fixtures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
@@ -64,17 +65,25 @@ serde_json = "1"
 serde_yaml = "0.9"
 "#;
 
-/// Builds the harness main: for each fixture and each (group, kind) in it, print a marker line
-/// and the YAML of the merged CRD. `crate_root` is the Rust path of a fixture's `crate`.
-fn harness_main(
-    groups: &BTreeMap<(String, String, String), Vec<ResourceInfo>>,
-    prelude: &str,
-    crate_root: impl Fn(&str) -> String,
-) -> String {
+/// Kinds by (case, group, kind), each with its versions as the harness's own scan found them.
+type Groups = BTreeMap<(String, String, String), Vec<scan::Found>>;
+
+/// What kube-derive gave for one kind: the CRD's YAML, or `None` where `crd()` panicked.
+type Theirs = Option<String>;
+
+/// What kopgen gave for one kind: the CRD's YAML (without the header), or its errors.
+type Ours = Result<String, String>;
+
+/// Builds the harness main: for each kind, print a marker line and the YAML of the merged CRD,
+/// or `PANIC` where `crd()` (or `merge_crds`) panics. `crate_root` is the Rust path of a case's
+/// crate root.
+fn harness_main(groups: &Groups, prelude: &str, crate_root: impl Fn(&str) -> String) -> String {
     let mut main = format!(
-        "#![allow(dead_code, unused_imports)]\n{prelude}\nuse kube::CustomResourceExt;\n\nfn main() {{\n",
+        "#![allow(dead_code, unused_imports)]\n{prelude}\nuse kube::CustomResourceExt;\n\nfn main() {{\n    std::panic::set_hook(Box::new(|_| {{}}));\n",
     );
-    for ((fixture, group, kind), versions) in groups {
+    for ((case, group, kind), versions) in groups {
+        let mut versions = versions.clone();
+        versions.sort_by_key(|v| scan::priority(&v.version));
         let storage = versions
             .iter()
             .find(|v| v.storage)
@@ -82,24 +91,27 @@ fn harness_main(
         let crds: Vec<String> = versions
             .iter()
             .map(|v| {
-                let module = v.module.strip_prefix("crate").unwrap_or(&v.module);
-                format!("{}{module}::{}::crd()", crate_root(fixture), v.root)
+                let module = if v.module.is_empty() {
+                    String::new()
+                } else {
+                    format!("::{}", v.module)
+                };
+                format!("{}{module}::{}::crd()", crate_root(case), v.root)
             })
             .collect();
-        let _ = writeln!(main, "    println!(\"=== {fixture} {group} {kind}\");");
-        if crds.len() == 1 {
-            let _ = writeln!(
-                main,
-                "    print!(\"{{}}\", serde_yaml::to_string(&{}).unwrap());",
-                crds[0]
-            );
+        let crd = if crds.len() == 1 {
+            crds[0].clone()
         } else {
-            let _ = writeln!(
-                main,
-                "    print!(\"{{}}\", serde_yaml::to_string(&kube::core::crd::merge_crds(vec![{}], \"{storage}\").unwrap()).unwrap());",
+            format!(
+                "kube::core::crd::merge_crds(vec![{}], \"{storage}\").unwrap()",
                 crds.join(", ")
-            );
-        }
+            )
+        };
+        let _ = writeln!(main, "    println!(\"=== {case} {group} {kind}\");");
+        let _ = writeln!(
+            main,
+            "    match std::panic::catch_unwind(|| serde_yaml::to_string(&{crd}).unwrap()) {{ Ok(yaml) => print!(\"{{yaml}}\"), Err(_) => println!(\"PANIC\") }}"
+        );
     }
     main.push_str("}\n");
     main
@@ -113,14 +125,15 @@ pub struct Case {
 }
 
 /// Compiles `cases` with kube-derive in harness `harness_name`, runs kopgen on each, and returns
-/// (kopgen's CRD, kube-derive's CRD) per (case, group, kind).
+/// (kopgen's result, kube-derive's) per (case, group, kind).
 pub fn compare(
     harness_name: &str,
     cases: &[Case],
-) -> BTreeMap<(String, String, String), (Option<String>, String)> {
+    extra_dependencies: &str,
+) -> BTreeMap<(String, String, String), (Option<Ours>, Theirs)> {
     let harness = support::shared_target_dir().with_file_name(harness_name);
-    let mut groups: BTreeMap<(String, String, String), Vec<ResourceInfo>> = BTreeMap::new();
-    let mut expected: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let mut groups = Groups::new();
+    let mut ours = BTreeMap::new();
     let mut mods = String::new();
     for case in cases {
         let name = &case.name;
@@ -129,27 +142,36 @@ pub fn compare(
             &case.source,
         );
         let _ = writeln!(mods, "pub mod {name};");
-        run_kopgen(name, &case.path, &mut groups, &mut expected);
+        for found in scan::file(&case.path, "") {
+            groups
+                .entry((name.clone(), found.group.clone(), found.kind.clone()))
+                .or_default()
+                .push(found);
+        }
+        run_kopgen(name, &case.path, &mut ours);
     }
     write_if_changed(
         &harness.join("Cargo.toml"),
-        &HARNESS_TOML.replace("kopgen-parity-harness", &format!("kopgen-{harness_name}")),
+        &format!(
+            "{}{extra_dependencies}",
+            HARNESS_TOML.replace("kopgen-parity-harness", &format!("kopgen-{harness_name}"))
+        ),
     );
     write_if_changed(&harness.join("src/fixtures.rs"), &mods);
     write_if_changed(
         &harness.join("src/main.rs"),
-        &harness_main(&groups, "mod fixtures;\n", |fixture| {
-            format!("crate::fixtures::{fixture}")
+        &harness_main(&groups, "mod fixtures;\n", |case| {
+            format!("crate::fixtures::{case}")
         }),
     );
-    run_harness(&harness, &expected)
+    run_harness(&harness, &ours)
 }
 
-/// Runs a harness and pairs each CRD it prints with kopgen's (`expected`), by marker line.
+/// Runs a harness and pairs each CRD it prints with kopgen's result (`ours`), by marker line.
 fn run_harness(
     harness: &Path,
-    expected: &BTreeMap<(String, String, String), String>,
-) -> BTreeMap<(String, String, String), (Option<String>, String)> {
+    ours: &BTreeMap<(String, String, String), Ours>,
+) -> BTreeMap<(String, String, String), (Option<Ours>, Theirs)> {
     let output = support::cargo(harness, &["run", "--quiet"]);
     assert!(
         output.status.success(),
@@ -166,55 +188,51 @@ fn run_harness(
             parts.next().unwrap_or_default().to_owned(),
             parts.next().unwrap_or_default().to_owned(),
         );
-        let ours = expected.get(&key).cloned();
-        result.insert(key, (ours, body.to_owned()));
+        let theirs = (body != "PANIC\n").then(|| body.to_owned());
+        result.insert(key.clone(), (ours.get(&key).cloned(), theirs));
     }
     // A CRD kopgen wrote for a type the compiled crate does not have (e.g. a test-only one).
-    for (key, ours) in expected {
-        result
-            .entry(key.clone())
-            .or_insert_with(|| (Some(ours.clone()), "(kube-derive has no such CRD)\n".into()));
+    for (key, ours) in ours {
+        result.entry(key.clone()).or_insert_with(|| {
+            (
+                Some(ours.clone()),
+                Some("(kube-derive has no such CRD)\n".into()),
+            )
+        });
     }
     result
 }
 
-/// Runs kopgen on `path` (a file or a crate's `src/`), recording its resources in `groups` and
-/// its CRDs in `expected`, under the case `name`.
-fn run_kopgen(
-    name: &str,
-    path: &Path,
-    groups: &mut BTreeMap<(String, String, String), Vec<ResourceInfo>>,
-    expected: &mut BTreeMap<(String, String, String), String>,
-) {
-    let paths = vec![path.to_path_buf()];
-    let resources =
-        manifests::resources(&paths).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert!(
-        !resources.is_empty(),
-        "{}: no CustomResource",
-        path.display()
-    );
-    for info in resources {
-        groups
-            .entry((name.to_owned(), info.group.clone(), info.kind.clone()))
-            .or_default()
-            .push(info);
-    }
-    let outputs = manifests::generate(&paths)
+/// Runs kopgen on `path` (a file or a crate's `src/`), each kind on its own, recording its
+/// results in `ours` under the case `name`.
+fn run_kopgen(name: &str, path: &Path, ours: &mut BTreeMap<(String, String, String), Ours>) {
+    let sources = manifests::discover::sources(&[path.to_path_buf()])
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let kinds = manifests::derive_kinds(&sources, &manifests::Options::default())
         .unwrap_or_else(|e| panic!("kopgen failed on {}:\n{e}", path.display()));
-    for output in outputs {
-        let body = output
-            .contents
-            .strip_prefix(HEADER)
-            .expect("header")
-            .to_owned();
-        let crd: serde_yaml::Value = serde_yaml::from_str(&body).expect("yaml");
-        let group = crd["spec"]["group"].as_str().expect("group").to_owned();
-        let kind = crd["spec"]["names"]["kind"]
-            .as_str()
-            .expect("kind")
-            .to_owned();
-        expected.insert((name.to_owned(), group, kind), body);
+    for kind in kinds {
+        let result = match kind.result {
+            Ok((output, _)) => Ok(output
+                .contents
+                .strip_prefix(HEADER)
+                .expect("header")
+                .to_owned()),
+            Err(errors) => {
+                for e in &errors {
+                    assert!(
+                        e.file.starts_with(path) && e.line > 0,
+                        "kopgen's error is not located in {}: {e}",
+                        path.display()
+                    );
+                }
+                Err(errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            }
+        };
+        ours.insert((name.to_owned(), kind.group, kind.kind), result);
     }
 }
 
@@ -224,9 +242,15 @@ fn run_kopgen(
 fn kopgen_manifests_equals_kube_derive_for_a_crate_over_several_files() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crate/src");
     let harness = support::shared_target_dir().with_file_name("crate-harness");
-    let mut groups = BTreeMap::new();
-    let mut expected = BTreeMap::new();
-    run_kopgen("crate", &source, &mut groups, &mut expected);
+    let mut groups = Groups::new();
+    for found in scan::krate(&source) {
+        groups
+            .entry(("crate".into(), found.group.clone(), found.kind.clone()))
+            .or_default()
+            .push(found);
+    }
+    let mut ours = BTreeMap::new();
+    run_kopgen("crate", &source, &mut ours);
     for entry in walkdir::WalkDir::new(&source)
         .into_iter()
         .filter_map(Result::ok)
@@ -247,32 +271,41 @@ fn kopgen_manifests_equals_kube_derive_for_a_crate_over_several_files() {
         &harness.join("src/main.rs"),
         &harness_main(&groups, "", |_| "kopgen_crate_harness".to_owned()),
     );
-    let results = run_harness(&harness, &expected);
+    let results = run_harness(&harness, &ours);
     assert_eq!(results.len(), 1, "one kind (two versions) in the crate");
     assert_all_equal("crate parity", &results);
 }
 
-/// Fails with a readable diff for every CRD where kopgen and kube-derive differ.
+/// Fails with a readable diff for every kind where kopgen and kube-derive disagree: both must
+/// give the same CRD byte for byte, or `crd()` panics and kopgen reports a located error.
 pub fn assert_all_equal(
     label: &str,
-    results: &BTreeMap<(String, String, String), (Option<String>, String)>,
+    results: &BTreeMap<(String, String, String), (Option<Ours>, Theirs)>,
 ) {
     let mut failures = Vec::new();
+    let mut refused = 0;
     for (key, (ours, theirs)) in results {
-        match ours {
-            Some(got) if got == theirs => {}
-            Some(got) => {
+        match (ours, theirs) {
+            (Some(Ok(got)), Some(theirs)) if got == theirs => {}
+            (Some(Ok(got)), Some(theirs)) => {
                 let diff = similar::TextDiff::from_lines(theirs, got);
                 failures.push(format!(
                     "{key:?}: kopgen differs from kube-derive (- kube-derive, + kopgen):\n{}",
                     diff.unified_diff().context_radius(3)
                 ));
             }
-            None => failures.push(format!("{key:?}: kopgen wrote no CRD")),
+            (Some(Err(_)), None) => refused += 1,
+            (Some(Ok(_)), None) => failures.push(format!(
+                "{key:?}: crd() panics, but kopgen wrote a CRD instead of an error"
+            )),
+            (Some(Err(e)), Some(_)) => {
+                failures.push(format!("{key:?}: crd() succeeds, but kopgen failed:\n{e}"))
+            }
+            (None, _) => failures.push(format!("{key:?}: kopgen found no such kind")),
         }
     }
     eprintln!(
-        "{label}: {}/{} CRDs equal byte for byte",
+        "{label}: {}/{} kinds agree ({refused} where crd() panics and kopgen reports the error)",
         results.len() - failures.len(),
         results.len()
     );
@@ -290,7 +323,7 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
         })
         .collect();
     assert!(cases.len() >= 16);
-    let results = compare("parity-harness", &cases);
+    let results = compare("parity-harness", &cases, "");
     assert_all_equal("fixture parity", &results);
 }
 
@@ -379,9 +412,9 @@ fn real_world_crds_round_trip_through_kopium() {
         originals.insert(name.clone(), original);
         cases.push(Case { name, path, source });
     }
-    let results = compare("realworld-harness", &cases);
+    let results = compare("realworld-harness", &cases, "");
     for ((name, group, kind), (ours, _)) in &results {
-        if let (Some(ours), Some(original)) = (ours, originals.get(name)) {
+        if let (Some(Ok(ours)), Some(original)) = (ours, originals.get(name)) {
             let ours: serde_yaml::Value = serde_yaml::from_str(ours).expect("yaml");
             let (score, a, b) = similarity(original, &ours);
             eprintln!(

@@ -61,8 +61,7 @@ impl CustomResource {
 }
 
 /// One version of one kind as the derive stage leaves it: the CRD `<Kind>::crd()` returns, but
-/// with its root schema not yet run through the generator's transforms. It holds no syntax tree,
-/// so it can be rendered on another thread (syn's trees cannot leave theirs).
+/// with its root schema not yet run through the generator's transforms.
 #[derive(Debug, Clone)]
 pub struct Derived {
     /// The CRD, without `openAPIV3Schema`.
@@ -92,50 +91,33 @@ impl Derived {
     }
 }
 
-/// One version after the generator's transforms: its CRD, and its schema as JSON (the CRD's
-/// `schema` is left out until [`put_schema`] puts it in, or `props` writes it).
-pub struct Transformed {
-    pub crd: CustomResourceDefinition,
-    /// `None` under `#[kube(schema = "disabled")]`, whose CRD keeps an empty `schema`.
-    pub schema: Option<Value>,
-    pub at: SourceError,
-}
-
-/// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does:
-/// the render stage of one version.
+/// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does,
+/// and reads it into the CRD as `crd()` does (through `serde_json::from_value`).
 pub fn render(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
-) -> Result<Transformed, SourceError> {
-    // Under `#[kube(schema = "disabled")]` there is no root, and the version no schema.
-    let schema = match derived.root.take() {
-        None => {
-            if let Some(version) = derived.crd.spec.versions.first_mut() {
-                version.schema = Some(CustomResourceValidation {
-                    open_api_v3_schema: None,
-                });
-            }
-            None
-        }
+) -> Result<CustomResourceDefinition, SourceError> {
+    // Under `#[kube(schema = "disabled")]` there is no root, and the version an empty schema.
+    let open_api_v3_schema = match derived.root.take() {
+        None => None,
         Some(mut root) => {
             transforms.apply(&mut root).map_err(|panic| {
                 derived
                     .error(format!("kube-derive's crd() would panic on this schema: {panic}"))
                     .help("kube-core cannot rewrite it into a structural schema; see the enum or flattened type it names")
             })?;
-            Some(root.to_value())
+            Some(typed_schema(root.to_value(), &derived.at)?)
         }
     };
-    Ok(Transformed {
-        crd: derived.crd,
-        schema,
-        at: derived.at,
-    })
+    if let Some(version) = derived.crd.spec.versions.first_mut() {
+        version.schema = Some(CustomResourceValidation { open_api_v3_schema });
+    }
+    Ok(derived.crd)
 }
 
 /// A version's schema as `crd()` reads it: through `serde_json::from_value`, whose failure
 /// `crd()` would panic on.
-pub fn typed_schema(schema: Value, at: &SourceError) -> Result<JSONSchemaProps, SourceError> {
+fn typed_schema(schema: Value, at: &SourceError) -> Result<JSONSchemaProps, SourceError> {
     serde_json::from_value(schema).map_err(|e| {
         at.reworded(format!(
             "the derived schema is not a valid JSONSchemaProps ({e}); kube-derive's crd() would panic on it"
@@ -145,15 +127,6 @@ pub fn typed_schema(schema: Value, at: &SourceError) -> Result<JSONSchemaProps, 
              give that field `#[schemars(with = \"...\")]` or `schema_with` a type Kubernetes accepts",
         )
     })
-}
-
-/// Puts `schema` in the version of `crd` named `version`.
-pub fn put_schema(crd: &mut CustomResourceDefinition, version: &str, schema: JSONSchemaProps) {
-    if let Some(v) = crd.spec.versions.iter_mut().find(|v| v.name == version) {
-        v.schema = Some(CustomResourceValidation {
-            open_api_v3_schema: Some(schema),
-        });
-    }
 }
 
 /// One version of one kind: its CRD as `<Kind>::crd()` returns it, but for the transforms of
@@ -453,32 +426,6 @@ pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
     match name.strip_prefix('v').and_then(parse) {
         Some((level, major, minor)) => (level, major, minor, String::new()),
         None => (3, 0, 0, name.to_owned()),
-    }
-}
-
-/// `header` followed by the CRD as `serde_yaml::to_string(&crd)` writes it, in one allocation:
-/// with kopgen's port of its emitter where that covers the CRD, else with serde_yaml itself.
-pub fn to_yaml(header: &str, crd: &impl serde::Serialize) -> Result<String, String> {
-    match super::yaml::to_string_after(header, crd) {
-        Ok(yaml) => {
-            if cfg!(debug_assertions) {
-                let expected = format!(
-                    "{header}{}",
-                    serde_yaml::to_string(crd).map_err(|e| e.to_string())?
-                );
-                assert!(
-                    yaml == expected,
-                    "the YAML writer departs from serde_yaml:\n{}",
-                    similar::TextDiff::from_lines(&expected, &yaml)
-                        .unified_diff()
-                        .header("serde_yaml", "kopgen")
-                );
-            }
-            Ok(yaml)
-        }
-        Err(super::yaml::Unsupported) => serde_yaml::to_string(crd)
-            .map(|yaml| format!("{header}{yaml}"))
-            .map_err(|e| e.to_string()),
     }
 }
 

@@ -9,9 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::{Map, Value};
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Warning,
     Error,
@@ -102,10 +100,8 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
     })
 }
 
-/// Lints a CRD whose versions' schemas `schema_of` gives as JSON, by version name: JSON that
-/// reads as a `JSONSchemaProps` (see `props::check`), so that a keyword present here
-/// is one the typed schema has.
-pub fn check_with<'s>(
+/// Lints a CRD whose versions' schemas `schema_of` gives as JSON, by version name.
+fn check_with<'s>(
     crd: &CustomResourceDefinition,
     schema_of: impl Fn(&str) -> Option<&'s Map<String, Value>>,
 ) -> Vec<Finding> {
@@ -228,14 +224,6 @@ impl<'s> Keywords<'s> {
 struct Ctx<'a> {
     version: String,
     findings: &'a mut Vec<Finding>,
-}
-
-/// The rule called `name` and its fix, as static strings (for findings read back from a cache).
-pub fn rule_named(name: &str) -> Option<(&'static str, &'static str)> {
-    RULES
-        .iter()
-        .find(|(r, _, _)| *r == name)
-        .map(|(r, _, fix)| (*r, *fix))
 }
 
 fn fix_of(rule: &str) -> &'static str {

@@ -1,48 +1,35 @@
 //! `kopgen manifests`: CRDs derived statically from the Rust types.
 //!
 //! One module per stage, data flowing one way: [`discover`] finds the sources, [`index`] parses
-//! them into modules and items, [`resolve`] answers what a path names, [`schema`] derives each
-//! type's schema as schemars' derive would (with [`known`] library schemas and [`defaults`]
-//! folded statically), [`crd`] assembles and merges the CRDs as kube-derive does, and
-//! [`yaml`] writes them as serde_yaml would. [`cache`] keeps a run's work so that the next one
-//! derives only the CRDs an edit can have changed. A run from scratch spreads the files and
-//! kinds over every core (`full_run`).
+//! them into modules and items, [`kinds`] finds the custom resources and groups their versions,
+//! [`schema`] derives each type's schema as schemars' derive would (with [`resolve`] answering
+//! what a path names, [`known`] and `library` giving library types' schemas, [`defaults`]
+//! folding values statically), [`crd`] assembles one version as `crd()` does, and [`render`]
+//! runs kube-core's transforms, merges the versions with `merge_crds`, lints and writes YAML
+//! with serde_yaml. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
-pub mod cache;
 pub mod cel;
-mod cores;
 pub mod crd;
 pub mod defaults;
 pub mod discover;
 pub mod error;
-mod full_run;
 pub mod index;
 pub mod k8s_types;
+pub mod kinds;
 pub mod known;
 mod library;
 pub mod lint;
 pub mod locate;
-mod plan;
-mod props;
 pub mod render;
 pub mod resolve;
 pub mod schema;
 pub mod transform;
 pub mod transform_fn;
-pub mod yaml;
 
 use std::path::PathBuf;
 
-use crate::manifests::{
-    crd::CustomResource,
-    error::ManifestError,
-    index::{Index, ItemKind},
-    plan::{
-        Planned, Record, Recorded, changed_files, incremental_index, new_state, plan_incremental,
-        unchanged,
-    },
-};
+use crate::manifests::{error::ManifestError, index::Index};
 
 /// One file `kopgen manifests` writes, relative to the output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,672 +108,143 @@ pub struct Generated {
     pub findings: Vec<Located>,
 }
 
-/// Stack of the threads that render, and the least of the one that parses and derives. syn's
-/// parser, kopgen's folding and the schema transforms recurse once per nesting level of their
-/// input; on the default stacks a few thousand nested closures (which the fuzzer found)
-/// overflow. Stacks are reserved address space, touched only as deep as the input goes.
-const STACK_SIZE: usize = 256 << 20;
+/// The least stack of the thread that derives. syn's parser, kopgen's folding and the schema
+/// transforms recurse once per nesting level of their input; on the default stacks a few
+/// thousand nested closures (which the fuzzer found) overflow. A stack is reserved address
+/// space, touched only as deep as the input goes.
+const STACK_SIZE: u64 = 256 << 20;
 
-/// Jobs per render worker (in a run from scratch, jobs in all) that may wait before a deriving
-/// thread renders one itself. Only that thread can derive its kinds, so it renders as late as
-/// it can: a job it takes while deriving (say a 200 KB CRD) delays every later kind while the
-/// workers may sit idle, whereas the jobs left at the end are shared by all threads. The bound
-/// keeps the derived schemas waiting in memory in check when rendering is slower than deriving.
-const BACKLOG: usize = 16;
-
-/// Stack reserved per byte of the largest source file for the parsing thread: syn needs up to
-/// about 3 KiB per nesting level (measured on nested parentheses and closures, release build;
-/// debug builds' frames are several times larger), and a level takes at least one byte.
+/// Stack per byte of the largest source: syn needs up to about 3 KiB per nesting level (debug
+/// builds' frames are several times larger), and a level takes at least one byte.
 const STACK_PER_SOURCE_BYTE: u64 = if cfg!(debug_assertions) {
     32 << 10
 } else {
     4 << 10
 };
 
-/// `generate_from_sources` with lint and description options.
-pub fn generate_with(
-    sources: &[discover::Source],
-    options: &Options,
-) -> Result<Generated, ManifestError> {
-    let options = options.clone();
-    on_derive_thread(sources, move |sources, stack, deliver| {
-        derive_and_render(sources, &options, None, stack, move |result| {
-            deliver(result.map(|(generated, _)| generated));
-        });
-    })
-}
-
-/// [`generate_with`], reusing what the last run with the same `cache` file derived: only the
-/// CRDs that read a changed file are derived again (see [`cache`] for when the cache is not
-/// used). The result is the same as [`generate_with`]'s; the cache is updated on success.
-pub fn generate_cached(
-    sources: &[discover::Source],
-    options: &Options,
-    cache_file: &std::path::Path,
-) -> Result<Generated, ManifestError> {
-    let key = cache::key(options);
-    let fingerprint = cache::fingerprint(sources);
-    let previous = cache::load(cache_file).filter(|state| state.key == key);
-    if let Some(state) = &previous
-        && state.sources == fingerprint
-        && let Some(generated) = unchanged(state)
-    {
-        return Ok(generated);
-    }
-    let record = Record { key, fingerprint };
-    let options = options.clone();
-    let (generated, state) = on_derive_thread(sources, move |sources, stack, deliver| {
-        derive_and_render(sources, &options, Some((record, previous)), stack, deliver);
-    })?;
-    if let Some((state, appended)) = state {
-        cache::store(cache_file, state, &appended, &generated.outputs);
-    }
-    Ok(generated)
-}
-
-/// How many threads can run at once: `available_parallelism`, asked once per process, since
-/// it reads the cgroup's CPU quota from `/proc` and `/sys` each time (60 µs here, under 1% of a
-/// run of the fixture corpus).
-fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
-}
-
-/// What a run's result is given to, on whichever thread has it first.
-type Deliver<'a, T> = Box<dyn FnOnce(Result<T, ManifestError>) + Send + 'a>;
-
-/// A derive thread's work and what it owns, for whichever thread takes it.
-type Job<T, W> = std::sync::Mutex<Option<(Vec<discover::Source>, W, Deliver<'static, T>)>>;
-
-/// Runs `work` on a thread whose stack fits the deepest nesting `sources` can hold, tells it
-/// that stack's size (0 when no thread could start and `work` runs on the caller's), and returns
-/// what it delivers. The thread is not waited for: once it has delivered, it drops its syntax
-/// trees and exits while the caller goes on (see [`settle`]).
-fn on_derive_thread<T: Send + 'static>(
-    sources: &[discover::Source],
-    work: impl FnOnce(&[discover::Source], usize, Deliver<'static, T>) + Send + 'static,
-) -> Result<T, ManifestError> {
+/// A stack deep enough for the most deeply nested source `sources` can hold.
+fn stack_size(sources: &[discover::Source]) -> usize {
     let largest = sources
         .iter()
         .map(|s| s.text.len() as u64)
         .max()
         .unwrap_or(0);
-    let deepest = largest
+    let size = largest
         .saturating_mul(STACK_PER_SOURCE_BYTE)
-        .clamp(STACK_SIZE as u64, 16 << 30);
-    // Where that much address space cannot be reserved, the fixed stack still covers any real
-    // source (thousands of nesting levels).
-    let sizes = [usize::try_from(deepest).unwrap_or(STACK_SIZE), STACK_SIZE];
-    let (sender, result) = std::sync::mpsc::sync_channel(1);
-    let deliver: Deliver<'static, T> = Box::new(move |r| {
-        // The caller is gone only if it panicked: nobody to tell.
-        let _ = sender.send(r);
-    });
-    // The thread outlives this call, so it owns what it reads.
-    let job = std::sync::Arc::new(std::sync::Mutex::new(Some((
-        sources.to_vec(),
-        work,
-        deliver,
-    ))));
-    /// Runs the job once, on whichever thread takes it.
-    fn run<T, W: FnOnce(&[discover::Source], usize, Deliver<'static, T>)>(
-        job: &Job<T, W>,
-        stack: usize,
-    ) {
-        if let Some((sources, work, deliver)) = job.lock().ok().and_then(|mut j| j.take()) {
-            work(&sources, stack, deliver);
-        }
-    }
-    let mut started = false;
-    for size in sizes {
-        let job = std::sync::Arc::clone(&job);
-        if let Ok(handle) = std::thread::Builder::new()
-            .name("kopgen-derive".into())
-            .stack_size(size)
-            .spawn(move || run(&job, size))
-        {
-            background::add(handle);
-            started = true;
-            break;
-        }
-    }
-    if !started {
-        // No thread could start (a process limit): run here, on this thread's stack.
-        run(&job, 0);
-    }
-    drop(job);
-    result
-        .recv()
-        .map_err(|_| ManifestError::Other("the derive thread panicked".into()))?
+        .clamp(STACK_SIZE, 16 << 30);
+    usize::try_from(size).unwrap_or(usize::MAX)
 }
 
-/// Waits until the threads of earlier runs have finished tidying up (dropping what they built,
-/// and exiting). A run returns before that; a benchmark that times runs one after another, as
-/// separate processes would run, calls this between them.
-pub fn settle() {
-    background::join_all();
-}
-
-/// Derive threads that delivered their result and may still be tidying up.
-mod background {
-    use std::{sync::Mutex, thread::JoinHandle};
-
-    static THREADS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
-
-    /// Keeps `thread` for [`join_all`], forgetting those that have ended.
-    pub(super) fn add(thread: JoinHandle<()>) {
-        if let Ok(mut threads) = THREADS.lock() {
-            threads.retain(|t| !t.is_finished());
-            threads.push(thread);
-        }
-    }
-
-    pub(super) fn join_all() {
-        let threads = THREADS
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for thread in threads {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// A render worker: renders the kinds in `queue` until the deriving thread closes it.
-fn render_queue(
-    queue: &Queue,
-    options: &Options,
-) -> Vec<Result<render::Rendered, Vec<error::SourceError>>> {
-    let mut transforms = transform::Transforms::default();
-    let mut done = Vec::new();
-    while let Some(job) = queue.next() {
-        done.push(render::render(job, &mut transforms, options));
-    }
-    done
-}
-
-/// Derived kinds waiting to be rendered. Workers wait on the condition variable, which
-/// releases the lock, so the deriving thread can always add a job or take one back.
-#[derive(Default)]
-struct Queue {
-    state: std::sync::Mutex<Waiting>,
-    ready: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct Waiting {
-    jobs: std::collections::VecDeque<render::Job>,
-    /// The deriving thread is done: no job will be added.
-    closed: bool,
-}
-
-impl Queue {
-    fn push(&self, job: render::Job) {
-        if let Ok(mut state) = self.state.lock() {
-            state.jobs.push_back(job);
-        }
-        self.ready.notify_one();
-    }
-
-    fn close(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.closed = true;
-        }
-        self.ready.notify_all();
-    }
-
-    /// The next job; blocks until there is one, or returns `None` once the queue is closed and
-    /// empty.
-    fn next(&self) -> Option<render::Job> {
-        let mut state = self.state.lock().ok()?;
-        loop {
-            if let Some(job) = state.jobs.pop_front() {
-                return Some(job);
-            }
-            if state.closed {
-                return None;
-            }
-            state = self.ready.wait(state).ok()?;
-        }
-    }
-
-    /// A job, if more than [`BACKLOG`] per worker are waiting (the workers are far behind).
-    fn surplus(&self, workers: usize) -> Option<render::Job> {
-        let mut state = self.state.lock().ok()?;
-        if state.jobs.len() > workers.saturating_mul(BACKLOG) {
-            state.jobs.pop_front()
-        } else {
-            None
-        }
-    }
-}
-
-/// Derives and renders every CRD, on threads with stacks of `stack` bytes; with `cached`,
-/// reuses what it can of the previous state and returns the new one. An incremental attempt
-/// that fails in any way is repeated in full, so errors and output are always those of a full
-/// run.
-fn derive_and_render(
+/// Derives every CRD of `sources`: one output per kind, or every error found (in source order).
+pub fn generate_with(
     sources: &[discover::Source],
     options: &Options,
-    cached: Option<(Record, Option<cache::State>)>,
-    stack: usize,
-    deliver: impl FnOnce(Result<(Generated, Option<(cache::State, String)>), ManifestError>) + Send,
-) {
-    let Some((record, previous)) = cached else {
-        return full_run::derive_all(sources, options, false, stack, move |result| {
-            deliver(result.map(|(generated, _)| (generated, None)));
-        });
-    };
-    if let Some(mut previous) = previous
-        && let Some(changed) = changed_files(&previous, &record)
-    {
-        let structure = std::mem::take(&mut previous.structure);
-        if let Some(index) = incremental_index(sources, structure, &changed)
-            && let Some(kinds) = plan_incremental(&index, &previous, &changed)
-            && let Ok((generated, recorded)) = derive_planned(
-                &index,
-                kinds,
-                (&previous.blob, previous.blob_len),
-                options,
-                true,
-            )
-            && !index.is_broken()
-        {
-            return deliver(Ok((
-                generated,
-                Some(new_state(
-                    index.structure(),
-                    record,
-                    recorded,
-                    previous.blob_len,
-                )),
-            )));
-        }
-    }
-    full_run::derive_all(sources, options, true, stack, move |result| {
-        deliver(result.and_then(|(generated, recorded)| {
-            let (structure, recorded) = recorded
-                .ok_or_else(|| ManifestError::Other("a recording run recorded nothing".into()))?;
-            Ok((generated, Some(new_state(structure, record, recorded, 0))))
-        }));
-    });
-}
-
-/// An incremental run's kinds (a run from scratch is [`full_run`]'s). The index holds the last
-/// run's names and parses files lazily on this thread, so two stages overlap: this thread
-/// derives each kind's schemas from the syntax trees (which cannot leave it), and worker
-/// threads render the kinds already derived (transforms, merge, lint, YAML). Results are
-/// ordered by kind, so the output is the same whatever thread rendered what. With `record`,
-/// also returns each kind as the cache keeps it, with the files it read.
-fn derive_planned(
-    index: &Index,
-    kinds: Vec<Planned<'_>>,
-    (previous_blob, blob_start): (&[u8], usize),
-    options: &Options,
-    record: bool,
-) -> Result<(Generated, Recorded), ManifestError> {
-    let derived_kinds = kinds
-        .iter()
-        .filter(|k| matches!(k, Planned::Derive(_)))
-        .count();
-    let workers = cores().saturating_sub(1).clamp(1, derived_kinds.max(1));
-    let mut deps = vec![index::FileSet::default(); kinds.len()];
-    let queue = Queue::default();
-    let (derive_errors, rendered) = std::thread::scope(|scope| {
-        let handles: Vec<_> = if derived_kinds == 0 {
-            Vec::new()
-        } else {
-            (0..workers)
-                .map(|_| {
-                    let queue = &queue;
-                    std::thread::Builder::new()
-                        .name("kopgen-render".into())
-                        .stack_size(STACK_SIZE)
-                        .spawn_scoped(scope, move || render_queue(queue, options))
-                })
-                .filter_map(Result::ok)
-                .collect()
-        };
-        let mut errors = Vec::new();
-        let mut builder = schema::Builder::new(index);
-        // Kinds this thread renders itself when the workers fall far behind (see `BACKLOG`).
-        let mut transforms = transform::Transforms::default();
-        let mut here = Vec::new();
-        for (position, planned) in kinds.iter().enumerate() {
-            let Planned::Derive(versions) = planned else {
-                continue;
-            };
-            index.take_touched();
-            let mut derived = Vec::with_capacity(versions.len());
-            for cr in versions {
-                match crd::single_version_crd(&mut builder, index, cr) {
-                    Ok(d) => derived.push(d),
-                    Err(e) => errors.push(e),
-                }
-            }
-            deps[position] = index.take_touched();
-            if errors.is_empty() {
-                queue.push(render::Job {
-                    position,
-                    versions: derived,
-                });
-                if let Some(job) = queue.surplus(handles.len()) {
-                    here.push(render::render(job, &mut transforms, options));
-                }
-            }
-        }
-        queue.close();
-        // Derivation is done: this thread renders what is still queued, beside the workers (or
-        // alone, when no worker could start or none was needed).
-        here.extend(render_queue(&queue, options));
-        let mut rendered: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| ManifestError::Other("a render thread panicked".into()))
-            })
-            .collect();
-        rendered.push(Ok(here));
-        (errors, rendered)
-    });
-    if !derive_errors.is_empty() {
-        return Err(ManifestError::Many(derive_errors));
-    }
-    let mut results = Vec::new();
-    for worker in rendered {
-        results.extend(worker?);
-    }
-    let mut done = Vec::with_capacity(results.len());
+) -> Result<Generated, ManifestError> {
+    let mut generated = Generated::default();
     let mut errors = Vec::new();
-    for result in results {
-        match result {
-            Ok(r) => done.push(r),
+    for kind in derive_kinds(sources, options)? {
+        match kind.result {
+            Ok((output, findings)) => {
+                generated.outputs.push(output);
+                generated.findings.extend(findings);
+            }
             Err(e) => errors.extend(e),
         }
     }
     if !errors.is_empty() {
-        sort_by_place(&mut errors);
+        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         return Err(ManifestError::Many(errors));
     }
-    let mut slots: Vec<Option<render::Rendered>> = (0..kinds.len()).map(|_| None).collect();
-    for r in done {
-        let position = r.position;
-        if let Some(slot) = slots.get_mut(position) {
-            *slot = Some(r);
-        }
-    }
+    generated.outputs.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(generated)
+}
+
+/// One kind's result: its file and located findings, or the errors that kept it from a CRD.
+#[derive(Debug)]
+pub struct KindResult {
+    pub group: String,
+    pub kind: String,
+    pub result: Result<(Output, Vec<Located>), Vec<error::SourceError>>,
+}
+
+/// Every kind of `sources`, each derived on its own: an error in one kind leaves the others'
+/// CRDs. Errors that concern the sources as a whole (syntax, duplicate kinds) are returned as
+/// the error of the run.
+pub fn derive_kinds(
+    sources: &[discover::Source],
+    options: &Options,
+) -> Result<Vec<KindResult>, ManifestError> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("kopgen-derive".into())
+            .stack_size(stack_size(sources))
+            .spawn_scoped(scope, || derive_each(sources, options))
+            .map_err(|e| ManifestError::Other(format!("cannot start a thread: {e}")))?
+            .join()
+            .map_err(|_| ManifestError::Other("kopgen panicked while deriving the CRDs".into()))?
+    })
+}
+
+fn derive_each(
+    sources: &[discover::Source],
+    options: &Options,
+) -> Result<Vec<KindResult>, ManifestError> {
+    let index = Index::build(sources).map_err(ManifestError::Many)?;
+    let kinds = kinds::find(&index).map_err(ManifestError::Many)?;
+    let mut builder = schema::Builder::new(&index);
+    let mut transforms = transform::Transforms::default();
     let mut results = Vec::with_capacity(kinds.len());
-    for (position, planned) in kinds.iter().enumerate() {
-        results.push(match planned {
-            Planned::Reuse(kind) => Slot::Reuse(kind),
-            Planned::Derive(versions) => {
-                let Some(r) = slots.get_mut(position).and_then(Option::take) else {
-                    return Err(ManifestError::Other(
-                        "a kind was derived but not rendered".into(),
-                    ));
-                };
-                Slot::Derived(Box::new(finish(
-                    index,
-                    versions,
-                    &KindMeta::of(versions),
-                    &deps[position],
-                    r,
-                    record,
-                )))
+    for kind in &kinds {
+        let mut derived = Vec::with_capacity(kind.versions.len());
+        let mut errors = Vec::new();
+        for cr in &kind.versions {
+            match crd::single_version_crd(&mut builder, &index, cr) {
+                Ok(d) => derived.push(d),
+                Err(e) => errors.push(e),
             }
+        }
+        let result = if errors.is_empty() {
+            render::render(derived, &mut transforms, options).map(|rendered| {
+                let findings = locate_findings(&index, kind, &rendered);
+                let output = Output {
+                    path: PathBuf::from(kind.file_name()),
+                    contents: rendered.contents,
+                };
+                (output, findings)
+            })
+        } else {
+            Err(errors)
+        };
+        results.push(KindResult {
+            group: kind.group.clone(),
+            kind: kind.kind.clone(),
+            result,
         });
     }
-    assemble(results, previous_blob, blob_start, record)
+    Ok(results)
 }
 
-/// Render errors in source order (the threads that rendered them finish in any order).
-fn sort_by_place(errors: &mut [error::SourceError]) {
-    errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-}
-
-/// One kind of a run, rendered and located: what [`assemble`] puts in order.
-struct Finished {
-    output: Output,
-    findings: Vec<Located>,
-    /// The kind as the cache keeps it (its place in the blob is set by [`assemble`]).
-    cached: Option<cache::Kind>,
-}
-
-/// Locates a rendered kind's lint findings in the source (with `versions` read on this thread:
-/// spans are read where they were parsed) and, with `record`, describes it for the cache.
-/// `deps` are the files its derivation read; locating reads source too, and those files count
-/// as well.
-fn finish(
-    index: &Index,
-    versions: &[CustomResource],
-    meta: &KindMeta,
-    deps: &index::FileSet,
-    r: render::Rendered,
-    record: bool,
-) -> Finished {
-    index.take_touched();
-    index.merge_touched(deps);
-    let mut located = Vec::with_capacity(r.findings.len());
-    for finding in r.findings {
-        let Some(cr) = versions
+/// A rendered kind's lint findings, each at the Rust field that produced it.
+fn locate_findings(index: &Index, kind: &kinds::Kind, rendered: &render::Rendered) -> Vec<Located> {
+    let mut located = Vec::with_capacity(rendered.findings.len());
+    for finding in &rendered.findings {
+        let Some(cr) = kind
+            .versions
             .iter()
             .find(|cr| cr.version() == finding.version)
-            .or_else(|| versions.first())
+            .or_else(|| kind.versions.first())
         else {
             continue;
         };
         let (file, span) = locate::locate(index, cr, &finding.path);
         let start = span.start();
         located.push(Located {
-            crd: r.crd_name.clone(),
+            crd: rendered.crd_name.clone(),
             file,
             line: start.line,
             column: start.column + 1,
-            finding,
+            finding: finding.clone(),
         });
     }
-    let cached = record.then(|| cache::Kind {
-        group: meta.group.clone(),
-        kind: meta.kind.clone(),
-        versions: meta.versions.clone(),
-        deps: index.take_touched(),
-        path: r.output.path.clone(),
-        start: 0,
-        len: r.output.contents.len(),
-        hash: cache::content_hash(&r.output.contents),
-        crd_name: r.crd_name.clone(),
-        findings: located.iter().map(cache::Finding::from_located).collect(),
-    });
-    Finished {
-        output: r.output,
-        findings: located,
-        cached,
-    }
-}
-
-/// A kind as the cache knows it: group, kind, and each version's spec item and name, in the
-/// order they were merged. Unlike a [`CustomResource`], it can move between threads.
-#[derive(Debug, Clone)]
-struct KindMeta {
-    group: String,
-    kind: String,
-    versions: Vec<(usize, String)>,
-}
-
-impl KindMeta {
-    fn of(versions: &[CustomResource]) -> Self {
-        let first = versions.first();
-        Self {
-            group: first.map(|cr| cr.group().to_owned()).unwrap_or_default(),
-            kind: first.map(|cr| cr.kind().to_owned()).unwrap_or_default(),
-            versions: versions
-                .iter()
-                .map(|cr| (cr.item, cr.version().to_owned()))
-                .collect(),
-        }
-    }
-}
-
-/// One kind's result, in the run's order.
-enum Slot<'s> {
-    Reuse(&'s cache::Kind),
-    Derived(Box<Finished>),
-}
-
-/// The outputs and findings of a run's kinds, in order; with `record`, the kinds as the cache
-/// keeps them, the new outputs placed after the previous blob's `blob_start` bytes.
-fn assemble(
-    kinds: Vec<Slot<'_>>,
-    previous_blob: &[u8],
-    blob_start: usize,
-    record: bool,
-) -> Result<(Generated, Recorded), ManifestError> {
-    let mut outputs = Vec::with_capacity(kinds.len());
-    let mut findings = Vec::new();
-    let mut cached = Vec::new();
-    let mut appended = String::new();
-    for slot in kinds {
-        match slot {
-            Slot::Reuse(kind) => {
-                let (output, located) = kind
-                    .restore(previous_blob)
-                    .ok_or_else(|| ManifestError::Other("the manifests cache is damaged".into()))?;
-                findings.extend(located);
-                if record {
-                    cached.push(kind.clone());
-                }
-                outputs.push(output);
-            }
-            Slot::Derived(done) => {
-                if let Some(mut kind) = done.cached {
-                    kind.start = blob_start + appended.len();
-                    appended.push_str(&done.output.contents);
-                    cached.push(kind);
-                }
-                findings.extend(done.findings);
-                outputs.push(done.output);
-            }
-        }
-    }
-    outputs.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((
-        Generated { outputs, findings },
-        Recorded {
-            kinds: cached,
-            appended,
-        },
-    ))
-}
-
-/// What a custom resource is called, for tools that need to name its generated type
-/// (kopgen's parity tests generate code that calls `<Kind>::crd()` for each one).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceInfo {
-    pub group: String,
-    pub kind: String,
-    pub version: String,
-    pub plural: String,
-    /// Module of the spec struct, e.g. `crate::api::apps::v1alpha1`.
-    pub module: String,
-    /// The type kube-derive generates (`kind`, or `#[kube(root = ...)]`).
-    pub root: String,
-    pub storage: bool,
-}
-
-/// Lists the custom resources under `paths`, in the order `generate` merges them.
-pub fn resources(paths: &[PathBuf]) -> Result<Vec<ResourceInfo>, ManifestError> {
-    let sources = discover::sources(paths)?;
-    let index = index_sources(&sources)?;
-    let mut out: Vec<ResourceInfo> = custom_resources(&index, 0..index.items.len())?
-        .into_iter()
-        .map(|cr| ResourceInfo {
-            group: cr.group().to_owned(),
-            kind: cr.kind().to_owned(),
-            version: cr.version().to_owned(),
-            plural: cr.plural(),
-            module: index.items[cr.item].module.clone(),
-            root: cr
-                .attrs
-                .root
-                .clone()
-                .unwrap_or_else(|| cr.kind().to_owned()),
-            storage: cr.attrs.storage.unwrap_or(true),
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        (&a.group, &a.kind, crd::version_priority(&a.version)).cmp(&(
-            &b.group,
-            &b.kind,
-            crd::version_priority(&b.version),
-        ))
-    });
-    Ok(out)
-}
-
-/// Parses every source into one index; every file's syntax error is reported, not just the first.
-fn index_sources(sources: &[discover::Source]) -> Result<Index, ManifestError> {
-    let mut parts = Vec::with_capacity(sources.len());
-    let mut bodies = Vec::with_capacity(sources.len());
-    let mut errors = Vec::new();
-    for (file, source) in sources.iter().enumerate() {
-        match index::parse_part(&source.path, &source.module, &source.text, file) {
-            Ok((part, body)) => {
-                parts.push(part);
-                bodies.push((file, body));
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ManifestError::Many(errors));
-    }
-    let texts = vec![(String::new(), String::new()); parts.len()];
-    Index::from_parts(&parts.iter().collect::<Vec<_>>(), texts, bodies)
-        .ok_or_else(|| ManifestError::Other("the index of the sources is inconsistent".into()))
-}
-
-/// Every struct among `items` deriving `CustomResource`, with its parsed `#[kube(...)]`.
-fn custom_resources(
-    index: &Index,
-    items: impl Iterator<Item = usize>,
-) -> Result<Vec<CustomResource>, ManifestError> {
-    found_resources(index, items).map_err(ManifestError::Many)
-}
-
-/// [`custom_resources`], with the errors of every item in item order.
-fn found_resources(
-    index: &Index,
-    items: impl Iterator<Item = usize>,
-) -> Result<Vec<CustomResource>, Vec<error::SourceError>> {
-    let mut found = Vec::new();
-    let mut errors = Vec::new();
-    for i in items {
-        let Some(item) = index.items.get(i) else {
-            continue;
-        };
-        if item.tag != index::ItemTag::Struct || index.in_test_module(&item.module) {
-            continue;
-        }
-        let ItemKind::Struct(s) = index.kind(i) else {
-            continue;
-        };
-        if !attrs::derives(&s.attrs, "CustomResource") {
-            continue;
-        }
-        let file = index.file(item).to_path_buf();
-        match attrs::kube_attrs(&s.attrs) {
-            Ok(attrs) => found.push(CustomResource {
-                item: i,
-                attrs,
-                file,
-                span: s.ident.span(),
-            }),
-            Err(e) => errors.push(schema::syn_error(&file, e)),
-        }
-    }
-    if errors.is_empty() {
-        Ok(found)
-    } else {
-        Err(errors)
-    }
+    located
 }

@@ -1,110 +1,47 @@
-//! The render stage: from the derived versions of one kind to its YAML file (transforms, merge,
-//! description limit, lint, serialization). It holds no syntax tree, so an incremental run
-//! renders on worker threads while the derive stage, which must stay on the parsing thread,
-//! goes on.
-
-use std::path::PathBuf;
+//! The render stage: from the derived versions of one kind to its YAML file (transforms, merge
+//! with kube-core's `merge_crds`, description limit, lint, serialization with serde_yaml).
 
 use super::{
-    HEADER, Options, Output,
+    HEADER, Options,
     crd::{self, Derived},
     error::SourceError,
-    lint, props,
+    lint,
     transform::Transforms,
 };
 
-/// Every version of one (group, kind), derived.
-pub struct Job {
-    /// Position of the kind in the run, so results are ordered whatever thread rendered them.
-    pub position: usize,
-    /// In Kubernetes version priority order, as the deriving thread sorts them.
-    pub versions: Vec<Derived>,
-}
-
 /// One kind's file and the lint findings on its CRD (located in the source by the caller).
 pub struct Rendered {
-    pub position: usize,
-    pub output: Output,
+    pub contents: String,
     pub crd_name: String,
     pub findings: Vec<lint::Finding>,
 }
 
-/// Renders one kind: each version through the transforms, then one CRD as `merge_crds` builds it.
+/// Renders one kind, its versions in Kubernetes priority order: each version through the
+/// transforms, then one CRD as `merge_crds` builds it.
 pub fn render(
-    job: Job,
+    versions: Vec<Derived>,
     transforms: &mut Transforms,
     options: &Options,
 ) -> Result<Rendered, Vec<SourceError>> {
-    let versions = job.versions;
     let Some(first) = versions.first() else {
         return Err(Vec::new());
     };
     let first_at = first.at.clone();
-    for (i, later) in versions.iter().enumerate() {
-        if let Some(earlier) = versions[..i]
-            .iter()
-            .find(|d| d.version() == later.version())
-        {
-            let kind = later.crd.spec.names.kind.clone();
-            return Err(vec![
-                later
-                    .at
-                    .reworded(format!(
-                        "version {} of {kind} is declared twice (also at {}:{})",
-                        later.version(),
-                        earlier.at.file.display(),
-                        earlier.at.line
-                    ))
-                    .help("each version of a kind needs its own `#[kube(version = ...)]`; remove or rename one"),
-            ]);
-        }
-    }
-    // Named after the first version in priority order, whichever version is stored.
-    let path = PathBuf::from(format!(
-        "{}_{}.yaml",
-        first.crd.spec.group, first.crd.spec.names.plural
-    ));
     let stored: Vec<(String, SourceError)> = versions
         .iter()
         .filter(|d| d.storage())
         .map(|d| (d.version().to_owned(), d.at.clone()))
         .collect();
     let mut crds = Vec::with_capacity(versions.len());
-    let mut schemas = Vec::with_capacity(versions.len());
     let mut errors = Vec::new();
     for derived in versions {
         match crd::render(derived, transforms) {
-            Ok(rendered) => {
-                let version = rendered.crd.spec.versions.first().map(|v| v.name.clone());
-                if let (Some(version), Some(schema)) = (version, rendered.schema) {
-                    schemas.push((version, schema, rendered.at));
-                }
-                crds.push(rendered.crd);
-            }
+            Ok(rendered) => crds.push(rendered),
             Err(e) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         return Err(errors);
-    }
-    // Schemas that read as `JSONSchemaProps` are linted and written from their JSON; otherwise
-    // (or to truncate descriptions) every version takes `crd()`'s typed round trip, which
-    // reports the schemas it cannot read.
-    let direct = options.max_desc_len.is_none()
-        && schemas
-            .iter()
-            .all(|(_, schema, _)| schema.as_object().is_some_and(props::check));
-    let mut typed = Vec::new();
-    if !direct {
-        for (version, schema, at) in std::mem::take(&mut schemas) {
-            match crd::typed_schema(schema, &at) {
-                Ok(schema) => typed.push((version, schema)),
-                Err(e) => errors.push(e),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
     }
     let kind = crds
         .first()
@@ -132,71 +69,24 @@ pub fn render(
                     at.reworded(format!(
                         "{a} and {b} (at {second}) are both storage versions of {kind}"
                     ))
-                    .help("mark all but one version with #[kube(storage = false)]"),
+                    .help("mark all but one version with #[kube(storage = false)], or merge them in the crate with merge_crds(vec![..], \"<storage version>\")"),
                 ]);
             }
         }
     };
-    let (findings, yaml) = if direct {
-        let json: Vec<(String, &serde_json::Map<String, serde_json::Value>)> = schemas
-            .iter()
-            .filter_map(|(version, schema, _)| Some((version.clone(), schema.as_object()?)))
-            .collect();
-        let crd = props::Crd {
-            crd: &merged,
-            schemas: &json,
-        };
-        let findings = if options.lint {
-            lint::check_with(&merged, |version| crd.schema_of(version))
-        } else {
-            Vec::new()
-        };
-        let yaml = crd::to_yaml(HEADER, &crd).map_err(|e| vec![first_at.reworded(e)])?;
-        if cfg!(debug_assertions) {
-            assert_eq!(
-                yaml,
-                typed_yaml(&merged, &schemas),
-                "the JSON schema writer departs from the typed CRD"
-            );
-        }
-        (findings, yaml)
+    if let Some(max) = options.max_desc_len {
+        lint::truncate_descriptions(&mut merged, max);
+    }
+    let findings = if options.lint {
+        lint::check(&merged)
     } else {
-        for (version, schema) in typed {
-            crd::put_schema(&mut merged, &version, schema);
-        }
-        if let Some(max) = options.max_desc_len {
-            lint::truncate_descriptions(&mut merged, max);
-        }
-        let findings = if options.lint {
-            lint::check(&merged)
-        } else {
-            Vec::new()
-        };
-        let yaml = crd::to_yaml(HEADER, &merged).map_err(|e| vec![first_at.reworded(e)])?;
-        (findings, yaml)
+        Vec::new()
     };
+    let yaml =
+        serde_yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;
     Ok(Rendered {
-        position: job.position,
-        output: Output {
-            path,
-            contents: yaml,
-        },
+        contents: format!("{HEADER}{yaml}"),
         crd_name: merged.metadata.name.clone().unwrap_or_default(),
         findings,
     })
-}
-
-/// The CRD as `crd()` builds it, with typed schemas, written: what the JSON writer must equal
-/// (checked in debug builds, so by every test).
-fn typed_yaml(
-    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    schemas: &[(String, serde_json::Value, SourceError)],
-) -> String {
-    let mut crd = crd.clone();
-    for (version, schema, at) in schemas {
-        if let Ok(schema) = crd::typed_schema(schema.clone(), at) {
-            crd::put_schema(&mut crd, version, schema);
-        }
-    }
-    crd::to_yaml(HEADER, &crd).unwrap_or_default()
 }

@@ -17,7 +17,7 @@ use super::{
     },
     defaults,
     error::SourceError,
-    index::{FileSet, Index, ItemKind},
+    index::{Index, ItemKind},
     known::{self, Generic},
     library::Library,
     resolve::{Resolved, path_segments, type_args},
@@ -104,9 +104,8 @@ pub struct Builder<'a> {
     /// `Slot` twice, with different arguments, which is not recursion.
     stack: Vec<(usize, String)>,
     /// Schemas of items already derived, by item and generic arguments: a type used in many
-    /// places is derived once (schemars inlines the same schema everywhere). Each comes with
-    /// the files its derivation read (see [`Index::take_touched`]).
-    cache: SecondUse<(usize, String), (Schema, FileSet)>,
+    /// places is derived once (schemars inlines the same schema everywhere).
+    cache: SecondUse<(usize, String), Schema>,
     /// The same for library types, by canonical path.
     leaves: SecondUse<String, Schema>,
     /// Library types' schemas, built without schemars' cost of inlining.
@@ -561,9 +560,7 @@ impl<'a> Builder<'a> {
             );
         }
         let cache_key = (item_index, cache_key_of(&env));
-        if let Some((schema, files)) = self.cache.get(&cache_key) {
-            // The schema depends on the files its derivation read, as if read again here.
-            self.index.merge_touched(files);
+        if let Some(schema) = self.cache.get(&cache_key) {
             return Ok(plain(schema.clone()));
         }
         // The same arguments again is recursion; so is a type that keeps growing its arguments
@@ -576,19 +573,15 @@ impl<'a> Builder<'a> {
             ));
         }
         self.stack.push(cache_key.clone());
-        let outer = self.index.take_touched();
         let result = match item_kind {
             ItemKind::Struct(s) => self.struct_schema(&item_file, &item.module.clone(), s, &env),
             ItemKind::Enum(e) => self.enum_schema(&item_file, &item.module.clone(), e, &env),
             _ => unreachable_type(&item_file, path),
         };
-        let files = self.index.take_touched();
-        self.index.merge_touched(&outer);
-        self.index.merge_touched(&files);
         self.stack.pop();
-        let entry = (result?, files);
-        self.cache.computed(cache_key, &entry);
-        Ok(plain(entry.0))
+        let schema = result?;
+        self.cache.computed(cache_key, &schema);
+        Ok(plain(schema))
     }
 
     /// The environment of an item used as `path`: each type parameter of `generics` bound to

@@ -55,7 +55,7 @@ fn for_each_child(node: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) 
 }
 
 /// The transforms of kube-derive's generator, with kube-core's rewriter replaced by
-/// [`StructuralRewriter`] and its `OptionalIntOrString` by [`NullableIntOrString`].
+/// [`StructuralRewriter`].
 pub struct Transforms {
     generator: schemars::SchemaGenerator,
 }
@@ -66,8 +66,6 @@ impl Default for Transforms {
         for transform in &mut settings.transforms {
             if transform.is::<StructuralSchemaRewriter>() {
                 *transform = Box::new(StructuralRewriter);
-            } else if transform.is::<kube_core::schema::OptionalIntOrString>() {
-                *transform = Box::new(NullableIntOrString);
             }
         }
         Self {
@@ -82,182 +80,12 @@ impl Transforms {
     /// kube-core's structural rewriting panics on schemas it cannot express (kube-derive's
     /// `crd()` would panic at run time); that panic is returned as a message instead.
     pub fn apply(&mut self, schema: &mut Schema) -> Result<(), String> {
-        let features = Features::of(schema.as_value());
-        #[cfg(debug_assertions)]
-        let mut every = schema.clone();
         let generator = &mut self.generator;
-        let applied = super::error::catch_panic(|| {
+        super::error::catch_panic(|| {
             for transform in generator.transforms_mut() {
-                if features.need(transform) {
-                    transform.transform(schema);
-                }
+                transform.transform(schema);
             }
-        });
-        #[cfg(debug_assertions)]
-        {
-            let all = super::error::catch_panic(|| {
-                for transform in generator.transforms_mut() {
-                    transform.transform(&mut every);
-                }
-            });
-            debug_assert_eq!(all.is_ok(), applied.is_ok());
-            debug_assert!(
-                all.is_err() || every == *schema,
-                "skipping transforms that find nothing to do changed the schema"
-            );
-        }
-        applied
-    }
-}
-
-/// What a schema holds that some transform acts on. Most transforms of kube-derive's generator
-/// rewrite a keyword that kopgen's schemas seldom hold (`const`, `examples`, `prefixItems`,
-/// `$ref`, ...), yet each walks the whole tree, and a CRD embedding `PodTemplateSpec` has
-/// thousands of nodes. One walk finds which of them have anything to do. It looks at every
-/// object in the tree, subschema or not, so it errs only towards running a transform.
-#[derive(Debug, Default)]
-struct Features {
-    unevaluated: bool,
-    bool_subschema: bool,
-    null_type: bool,
-    only_null_type: bool,
-    reference: bool,
-    examples: bool,
-    constant: bool,
-    prefix_items: bool,
-    any_of: bool,
-    int_or_string: bool,
-}
-
-impl Features {
-    fn of(schema: &Value) -> Self {
-        let mut features = Self {
-            // `ReplaceBoolSchemas` turns a boolean root into an object.
-            bool_subschema: !schema.is_object(),
-            ..Self::default()
-        };
-        features.scan(schema);
-        features
-    }
-
-    fn scan(&mut self, value: &Value) {
-        match value {
-            Value::Object(map) => {
-                for (key, value) in map {
-                    self.entry(key, value);
-                    self.scan(value);
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| self.scan(item)),
-            _ => {}
-        }
-    }
-
-    fn entry(&mut self, key: &str, value: &Value) {
-        // Whether a subschema at `key` is a boolean, as `ReplaceBoolSchemas` would visit it (it
-        // leaves `additionalProperties` as it is).
-        let single = || value.is_boolean();
-        let array = || {
-            value
-                .as_array()
-                .is_some_and(|a| a.iter().any(Value::is_boolean))
-        };
-        let map = || {
-            value
-                .as_object()
-                .is_some_and(|m| m.values().any(Value::is_boolean))
-        };
-        // One match per entry: the scan sees every entry of the tree.
-        let boolean_subschema = match key {
-            "unevaluatedProperties" => {
-                self.unevaluated = true;
-                false
-            }
-            "$ref" => {
-                self.reference = true;
-                false
-            }
-            "examples" => {
-                self.examples = true;
-                false
-            }
-            "const" => {
-                self.constant = true;
-                false
-            }
-            "x-kubernetes-int-or-string" => {
-                self.int_or_string = true;
-                false
-            }
-            // As `Schema::has_type("null")` reads it; `AddNullable` adds a `const` when null
-            // is the only type.
-            "type" => {
-                match value {
-                    Value::String(ty) if ty == "null" => {
-                        self.null_type = true;
-                        self.only_null_type = true;
-                    }
-                    Value::Array(types) if types.iter().any(|t| t == "null") => {
-                        self.null_type = true;
-                        self.only_null_type |= types.iter().all(|t| t == "null");
-                    }
-                    _ => {}
-                }
-                false
-            }
-            "prefixItems" => {
-                self.prefix_items = true;
-                array()
-            }
-            "anyOf" => {
-                self.any_of = true;
-                array()
-            }
-            "allOf" | "oneOf" => array(),
-            "items" => single() || array(),
-            "not" | "if" | "then" | "else" | "contains" | "propertyNames" | "additionalItems" => {
-                single()
-            }
-            "properties" | "patternProperties" | "$defs" | "definitions" => map(),
-            _ => false,
-        };
-        self.bool_subschema |= boolean_subschema;
-    }
-
-    /// Whether `transform` may change a schema with these features. The transforms run in
-    /// order, so each answer also covers what the ones before it may add: `AddNullable` adds
-    /// `const` (for `ReplaceConstValue`); `ReplaceUnevaluatedProperties` adds boolean
-    /// subschemas, so when it runs, everything does.
-    fn need(&self, transform: &dyn schemars::generate::GenTransform) -> bool {
-        use kube_core::schema::OptionalEnum;
-        use schemars::transform::{
-            AddNullable, RemoveRefSiblings, ReplaceBoolSchemas, ReplaceConstValue,
-            ReplacePrefixItems, ReplaceUnevaluatedProperties, SetSingleExample,
-        };
-        if self.unevaluated {
-            return true;
-        }
-        if transform.is::<ReplaceUnevaluatedProperties>() {
-            false
-        } else if transform.is::<ReplaceBoolSchemas>() {
-            self.bool_subschema
-        } else if transform.is::<AddNullable>() {
-            self.null_type
-        } else if transform.is::<RemoveRefSiblings>() {
-            self.reference
-        } else if transform.is::<SetSingleExample>() {
-            self.examples
-        } else if transform.is::<ReplaceConstValue>() {
-            self.constant || self.only_null_type
-        } else if transform.is::<ReplacePrefixItems>() {
-            self.prefix_items
-        } else if transform.is::<OptionalEnum>() {
-            self.any_of
-        } else if transform.is::<NullableIntOrString>() {
-            self.int_or_string
-        } else {
-            true
-        }
+        })
     }
 }
 
@@ -294,61 +122,6 @@ impl Transform for StructuralRewriter {
             *schema = original;
         }
         rewrite_shallow(schema);
-    }
-}
-
-/// kube-core's `OptionalIntOrString`, which marks each optional int-or-string property
-/// `nullable`, without building a set of each node's `required` names first: the nodes with
-/// `properties` are most of a schema, and the properties it marks are few. Debug builds (every
-/// test) check the result against kube-core's.
-#[derive(Debug, Clone)]
-pub struct NullableIntOrString;
-
-impl Transform for NullableIntOrString {
-    fn transform(&mut self, schema: &mut Schema) {
-        #[cfg(debug_assertions)]
-        let expected = {
-            let mut expected = schema.clone();
-            kube_core::schema::OptionalIntOrString.transform(&mut expected);
-            expected
-        };
-        if let Some(node) = schema.as_object_mut() {
-            mark_nullable_int_or_string(node);
-        }
-        #[cfg(debug_assertions)]
-        debug_assert_eq!(
-            *schema, expected,
-            "kopgen marked int-or-string properties differently from kube-core"
-        );
-    }
-}
-
-/// [`NullableIntOrString`] on `value` and its subschemas, children first as kube-core goes.
-fn mark_nullable_int_or_string(node: &mut Map<String, Value>) {
-    for_each_child(node, |child| {
-        if let Value::Object(child) = child {
-            mark_nullable_int_or_string(child);
-        }
-    });
-    let mut required: &[Value] = &[];
-    let mut properties = None;
-    for (key, value) in node.iter_mut() {
-        match (key.as_str(), value) {
-            ("required", Value::Array(names)) => required = names,
-            ("properties", Value::Object(map)) => properties = Some(map),
-            _ => {}
-        }
-    }
-    for (name, property) in properties.into_iter().flatten() {
-        let Value::Object(property) = property else {
-            continue;
-        };
-        if property.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
-            && !property.contains_key("nullable")
-            && !required.iter().any(|r| r.as_str() == Some(name))
-        {
-            property.insert("nullable".to_owned(), Value::Bool(true));
-        }
     }
 }
 
@@ -557,11 +330,10 @@ mod tests {
         assert!(!normalize_for_rewriter(&mut hoisted));
     }
 
-    /// Transforms skipped for want of anything to do would have changed nothing: each keyword
-    /// some transform rewrites, nested where only a walk of the whole tree finds it, gives what
-    /// kube-derive's generator gives with every transform.
+    /// With the linear rewriter in kube-core's place, the transforms give what kube-derive's
+    /// generator gives: each keyword some transform rewrites, nested deep in the tree.
     #[test]
-    fn skipped_transforms_would_change_nothing() {
+    fn transforms_equal_kube_derives_generator() {
         let nested = |inner: Value| json!({"type": "object", "properties": {"outer": {"type": "array", "items": {"type": "object", "properties": {"a": inner}}}}});
         let cases = [
             nested(json!({"type": "string", "const": "x"})),

@@ -2,6 +2,8 @@
 //! look at what it printed and what it wrote.
 #![allow(dead_code)]
 
+pub mod scan;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
