@@ -82,6 +82,7 @@ pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> 
                  (optional: resourceNames=, urls=, namespace=, roleName=)"
                     .into(),
             ),
+            unsupported: false,
         }
         };
         rules.push(parse_rule(body.trim()).map_err(at)?);

@@ -162,6 +162,95 @@ fn output_is_identical_whatever_the_file_order() {
     );
 }
 
+/// One version of kind `Backup` in a file of its own, each with its own `BackupStatus`.
+fn backup_version(version: &str, storage: bool, status_field: &str) -> String {
+    let storage = if storage { "" } else { ", storage = false" };
+    format!(
+        "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{{Deserialize, Serialize}};\n\n\
+         #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+         #[kube(group = \"backup.example.com\", version = \"{version}\", kind = \"Backup\", status = \"BackupStatus\"{storage})]\n\
+         pub struct BackupSpec {{\n    pub schedule: String,\n}}\n\n\
+         #[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+         pub struct BackupStatus {{\n    pub {status_field}: String,\n}}\n"
+    )
+}
+
+/// Files given one by one are crates of their own: each version keeps its own `BackupStatus`,
+/// whatever the order of `--paths`.
+#[test]
+fn loose_files_keep_their_own_types_whatever_the_order() {
+    let session = Session::new();
+    session.write(
+        "v1alpha1.rs",
+        &backup_version("v1alpha1", false, "alphaPhase"),
+    );
+    session.write("v1beta1.rs", &backup_version("v1beta1", false, "betaPhase"));
+    session.write("v1.rs", &backup_version("v1", true, "phase"));
+    let files = ["v1alpha1.rs", "v1beta1.rs", "v1.rs"];
+    let mut outputs = Vec::new();
+    for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]] {
+        let mut args = vec!["manifests", "--stdout"];
+        for i in order {
+            args.extend(["--paths", files[i]]);
+        }
+        let run = session.kopgen(&args);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        outputs.push(run.stdout);
+    }
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{outputs:#?}");
+    let crd: serde_yaml::Value =
+        serde_yaml::from_str(outputs[0].trim_start_matches("---\n")).expect("yaml");
+    for (version, field) in [
+        ("v1alpha1", "alphaPhase"),
+        ("v1beta1", "betaPhase"),
+        ("v1", "phase"),
+    ] {
+        let versions = crd["spec"]["versions"].as_sequence().expect("versions");
+        let found = versions
+            .iter()
+            .find(|v| v["name"] == version)
+            .expect("version");
+        let status = &found["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+        assert!(
+            status.get(field).is_some(),
+            "{version}'s status has its own {field}: {status:?}"
+        );
+    }
+}
+
+/// The fixture corpus, its files given in several orders, gives the same bytes.
+#[test]
+fn the_fixture_corpus_gives_the_same_bytes_in_any_order() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path().display().to_string())
+        .filter(|p| p.ends_with(".rs"))
+        .collect();
+    files.sort();
+    let session = Session::new();
+    let mut outputs = Vec::new();
+    for permutation in 0..3 {
+        match permutation {
+            1 => files.reverse(),
+            2 => {
+                let third = files.len() / 3;
+                files.rotate_left(third);
+            }
+            _ => {}
+        }
+        let mut args = vec!["manifests", "--stdout", "--lint", "off"];
+        for file in &files {
+            args.extend(["--paths", file.as_str()]);
+        }
+        let run = session.kopgen(&args);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        outputs.push(run.stdout);
+    }
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+    assert!(outputs[0].matches("kind: CustomResourceDefinition").count() >= 70);
+}
+
 /// Each case: a source file, and what the error must say (location and message).
 fn assert_error(source: &str, expected: &[&str]) {
     let session = Session::new();

@@ -45,25 +45,47 @@ fn write_if_changed(path: &Path, contents: &str) {
     }
 }
 
-const HARNESS_TOML: &str = r#"[package]
-name = "kopgen-parity-harness"
+/// The harness's manifest: the crates whose `crd()` kopgen reproduces pinned to the versions
+/// it reproduces (`~5.0` takes 5.0.x and never 5.1), so a new release cannot move the ground
+/// truth under the test; the rest is what the fixtures use.
+fn harness_toml(name: &str) -> String {
+    let pin = |krate: &str| {
+        let (_, version) = manifests::versions::REPRODUCED
+            .iter()
+            .find(|(k, _)| *k == krate)
+            .expect("reproduced crate");
+        format!("~{version}")
+    };
+    format!(
+        r#"[package]
+name = "{name}"
 version = "0.0.0"
 edition = "2024"
 publish = false
 
 [dependencies]
-k8s-openapi = { version = "0.29", features = ["latest", "schemars"] }
-kube = { version = "5", default-features = false, features = ["derive"] }
-schemars = { version = "1", features = ["chrono04", "jiff02"] }
-chrono = { version = "0.4", features = ["serde"] }
-garde = { version = "0.23", features = ["derive", "email", "url", "regex"] }
-validator = { version = "0.21", features = ["derive"] }
+k8s-openapi = {{ version = "{}", features = ["latest", "schemars"] }}
+kube = {{ version = "{}", default-features = false, features = ["derive", "cel"] }}
+kube-derive = "{}"
+kube-core = "{}"
+schemars = {{ version = "{}", features = ["chrono04", "jiff02"] }}
+chrono = {{ version = "0.4", features = ["serde"] }}
+garde = {{ version = "0.23", features = ["derive", "email", "url", "regex"] }}
+validator = {{ version = "0.21", features = ["derive"] }}
 regex = "1"
-jiff = { version = "0.2", features = ["serde"] }
-serde = { version = "1", features = ["derive", "rc"] }
+jiff = {{ version = "0.2", features = ["serde"] }}
+serde = {{ version = "1", features = ["derive", "rc"] }}
 serde_json = "1"
 serde_yaml = "0.9"
-"#;
+assert-json-diff = "2"
+"#,
+        pin("k8s-openapi"),
+        pin("kube-core"),
+        pin("kube-derive"),
+        pin("kube-core"),
+        pin("schemars"),
+    )
+}
 
 /// Kinds by (case, group, kind), each with its versions as the harness's own scan found them.
 type Groups = BTreeMap<(String, String, String), Vec<scan::Found>>;
@@ -72,15 +94,25 @@ type Groups = BTreeMap<(String, String, String), Vec<scan::Found>>;
 type Theirs = Option<String>;
 
 /// What kopgen gave for one kind: the CRD's YAML (without the header), or its errors.
-type Ours = Result<String, String>;
+type Ours = Result<String, Refused>;
 
-/// Builds the harness main: for each kind, print a marker line and the YAML of the merged CRD,
-/// or `PANIC` where `crd()` (or `merge_crds`) panics. `crate_root` is the Rust path of a case's
-/// crate root.
-fn harness_main(groups: &Groups, prelude: &str, crate_root: impl Fn(&str) -> String) -> String {
-    let mut main = format!(
-        "#![allow(dead_code, unused_imports)]\n{prelude}\nuse kube::CustomResourceExt;\n\nfn main() {{\n    std::panic::set_hook(Box::new(|_| {{}}));\n",
-    );
+/// kopgen's errors for one kind.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    text: String,
+    /// Every error is one that compiling would not have (`--derive=auto` compiles the kind).
+    unsupported: bool,
+}
+
+/// The body of a function that prints, for each kind of `groups`, a marker line and the YAML
+/// of the merged CRD, or `PANIC` where `crd()` (or `merge_crds`) panics. `root` is the Rust
+/// path the kinds' modules are relative to (`self` inside a case's own module, where private
+/// kinds are visible too).
+fn print_kinds<'g>(
+    groups: impl Iterator<Item = (&'g (String, String, String), &'g Vec<scan::Found>)>,
+    root: &str,
+) -> String {
+    let mut body = String::from("    use kube::CustomResourceExt as _;\n");
     for ((case, group, kind), versions) in groups {
         let mut versions = versions.clone();
         versions.sort_by_key(|v| scan::priority(&v.version));
@@ -96,7 +128,7 @@ fn harness_main(groups: &Groups, prelude: &str, crate_root: impl Fn(&str) -> Str
                 } else {
                     format!("::{}", v.module)
                 };
-                format!("{}{module}::{}::crd()", crate_root(case), v.root)
+                format!("{root}{module}::{}::crd()", v.root)
             })
             .collect();
         let crd = if crds.len() == 1 {
@@ -107,14 +139,21 @@ fn harness_main(groups: &Groups, prelude: &str, crate_root: impl Fn(&str) -> Str
                 crds.join(", ")
             )
         };
-        let _ = writeln!(main, "    println!(\"=== {case} {group} {kind}\");");
+        let _ = writeln!(body, "    println!(\"=== {case} {group} {kind}\");");
         let _ = writeln!(
-            main,
+            body,
             "    match std::panic::catch_unwind(|| serde_yaml::to_string(&{crd}).unwrap()) {{ Ok(yaml) => print!(\"{{yaml}}\"), Err(_) => println!(\"PANIC\") }}"
         );
     }
-    main.push_str("}\n");
-    main
+    body
+}
+
+/// A harness main that silences panics (`crd()` may panic; that is an expected result) and
+/// then runs `body`.
+fn harness_main(prelude: &str, body: &str) -> String {
+    format!(
+        "#![allow(dead_code, unused_imports)]\n{prelude}\nfn main() {{\n    std::panic::set_hook(Box::new(|_| {{}}));\n{body}}}\n"
+    )
 }
 
 /// A named Rust source to compile into the harness (as module `name`) and to run kopgen on.
@@ -129,40 +168,41 @@ pub struct Case {
 pub fn compare(
     harness_name: &str,
     cases: &[Case],
-    extra_dependencies: &str,
 ) -> BTreeMap<(String, String, String), (Option<Ours>, Theirs)> {
     let harness = support::shared_target_dir().with_file_name(harness_name);
-    let mut groups = Groups::new();
     let mut ours = BTreeMap::new();
     let mut mods = String::new();
+    let mut calls = String::new();
     for case in cases {
         let name = &case.name;
-        write_if_changed(
-            &harness.join(format!("src/fixtures/{name}.rs")),
-            &case.source,
-        );
-        let _ = writeln!(mods, "pub mod {name};");
+        let mut case_groups = Groups::new();
         for found in scan::file(&case.path, "") {
-            groups
+            case_groups
                 .entry((name.clone(), found.group.clone(), found.kind.clone()))
                 .or_default()
                 .push(found);
         }
+        // The case's own module prints its kinds, so that private ones are reachable.
+        let printer = format!(
+            "\n#[allow(dead_code)]\npub fn kopgen_print_crds() {{\n{}}}\n",
+            print_kinds(case_groups.iter(), "self")
+        );
+        write_if_changed(
+            &harness.join(format!("src/fixtures/{name}.rs")),
+            &format!("{}{printer}", case.source),
+        );
+        let _ = writeln!(mods, "pub mod {name};");
+        let _ = writeln!(calls, "    fixtures::{name}::kopgen_print_crds();");
         run_kopgen(name, &case.path, &mut ours);
     }
     write_if_changed(
         &harness.join("Cargo.toml"),
-        &format!(
-            "{}{extra_dependencies}",
-            HARNESS_TOML.replace("kopgen-parity-harness", &format!("kopgen-{harness_name}"))
-        ),
+        &harness_toml(&format!("kopgen-{harness_name}")),
     );
     write_if_changed(&harness.join("src/fixtures.rs"), &mods);
     write_if_changed(
         &harness.join("src/main.rs"),
-        &harness_main(&groups, "mod fixtures;\n", |case| {
-            format!("crate::fixtures::{case}")
-        }),
+        &harness_main("mod fixtures;\n", &calls),
     );
     run_harness(&harness, &ours)
 }
@@ -225,11 +265,14 @@ fn run_kopgen(name: &str, path: &Path, ours: &mut BTreeMap<(String, String, Stri
                         path.display()
                     );
                 }
-                Err(errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n"))
+                Err(Refused {
+                    text: errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    unsupported: errors.iter().all(|e| e.unsupported),
+                })
             }
         };
         ours.insert((name.to_owned(), kind.group, kind.kind), result);
@@ -265,11 +308,11 @@ fn kopgen_manifests_equals_kube_derive_for_a_crate_over_several_files() {
     }
     write_if_changed(
         &harness.join("Cargo.toml"),
-        &HARNESS_TOML.replace("kopgen-parity-harness", "kopgen-crate-harness"),
+        &harness_toml("kopgen-crate-harness"),
     );
     write_if_changed(
         &harness.join("src/main.rs"),
-        &harness_main(&groups, "", |_| "kopgen_crate_harness".to_owned()),
+        &harness_main("", &print_kinds(groups.iter(), "kopgen_crate_harness")),
     );
     let results = run_harness(&harness, &ours);
     assert_eq!(results.len(), 1, "one kind (two versions) in the crate");
@@ -294,13 +337,18 @@ pub fn assert_all_equal(
                     diff.unified_diff().context_radius(3)
                 ));
             }
-            (Some(Err(_)), None) => refused += 1,
+            (Some(Err(e)), None) if !e.unsupported => refused += 1,
+            (Some(Err(e)), None) => failures.push(format!(
+                "{key:?}: crd() panics, and kopgen's error says compiling would help:\n{}",
+                e.text
+            )),
             (Some(Ok(_)), None) => failures.push(format!(
                 "{key:?}: crd() panics, but kopgen wrote a CRD instead of an error"
             )),
-            (Some(Err(e)), Some(_)) => {
-                failures.push(format!("{key:?}: crd() succeeds, but kopgen failed:\n{e}"))
-            }
+            (Some(Err(e)), Some(_)) => failures.push(format!(
+                "{key:?}: crd() succeeds, but kopgen failed:\n{}",
+                e.text
+            )),
             (None, _) => failures.push(format!("{key:?}: kopgen found no such kind")),
         }
     }
@@ -323,7 +371,7 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
         })
         .collect();
     assert!(cases.len() >= 16);
-    let results = compare("parity-harness", &cases, "");
+    let results = compare("parity-harness", &cases);
     assert_all_equal("fixture parity", &results);
 }
 
@@ -412,7 +460,7 @@ fn real_world_crds_round_trip_through_kopium() {
         originals.insert(name.clone(), original);
         cases.push(Case { name, path, source });
     }
-    let results = compare("realworld-harness", &cases, "");
+    let results = compare("realworld-harness", &cases);
     for ((name, group, kind), (ours, _)) in &results {
         if let (Some(Ok(ours)), Some(original)) = (ours, originals.get(name)) {
             let ours: serde_yaml::Value = serde_yaml::from_str(ours).expect("yaml");
@@ -424,4 +472,58 @@ fn real_world_crds_round_trip_through_kopium() {
         }
     }
     assert_all_equal("real-world parity", &results);
+}
+
+/// kube-derive 5.0's own golden tests (the `tests/*.rs` files shipped in the published crate,
+/// read from the cargo registry): every kind whose `crd()` succeeds is byte-identical in
+/// kopgen, and every kind whose `crd()` panics is an error kopgen locates in the file.
+#[test]
+fn kopgen_manifests_equals_kube_derive_on_its_own_golden_tests() {
+    let harness = support::shared_target_dir().with_file_name("golden-harness");
+    write_if_changed(
+        &harness.join("Cargo.toml"),
+        &harness_toml("kopgen-golden-harness"),
+    );
+    write_if_changed(&harness.join("src/main.rs"), "fn main() {}\n");
+    let tests = kube_derive_tests(&harness);
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(&tests).expect("kube-derive's tests") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "rs") || scan::file(&path, "").is_empty() {
+            continue;
+        }
+        cases.push(Case {
+            name: module_name(&path),
+            source: std::fs::read_to_string(&path).expect("golden test"),
+            path,
+        });
+    }
+    cases.sort_by(|a, b| a.name.cmp(&b.name));
+    assert!(
+        cases.len() >= 5,
+        "kube-derive's golden tests: {cases:?}",
+        cases = cases.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+    let results = compare("golden-harness", &cases);
+    assert_all_equal("kube-derive golden tests", &results);
+}
+
+/// The `tests/` directory of the kube-derive the harness at `harness` resolves, as cargo
+/// unpacked it in its registry.
+fn kube_derive_tests(harness: &Path) -> PathBuf {
+    let output = support::cargo(harness, &["metadata", "--format-version", "1"]);
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("metadata");
+    let manifest = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "kube-derive")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("kube-derive in the harness's dependencies");
+    Path::new(manifest).with_file_name("tests")
 }

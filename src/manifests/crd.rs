@@ -22,7 +22,30 @@ use super::{
     schema::{Builder, Scoped},
 };
 
-/// A struct with `#[derive(CustomResource)]`, found in the sources.
+/// The type `#[derive(CustomResource)]` is on: kube-derive takes structs and enums.
+#[derive(Clone, Copy)]
+enum Spec<'a> {
+    Struct(&'a syn::ItemStruct),
+    Enum(&'a syn::ItemEnum),
+}
+
+impl Spec<'_> {
+    fn ident(&self) -> &syn::Ident {
+        match self {
+            Spec::Struct(s) => &s.ident,
+            Spec::Enum(e) => &e.ident,
+        }
+    }
+
+    fn generics(&self) -> &syn::Generics {
+        match self {
+            Spec::Struct(s) => &s.generics,
+            Spec::Enum(e) => &e.generics,
+        }
+    }
+}
+
+/// A struct or enum with `#[derive(CustomResource)]`, found in the sources.
 #[derive(Debug, Clone)]
 pub struct CustomResource {
     pub item: usize,
@@ -137,21 +160,30 @@ pub fn single_version_crd(
     cr: &CustomResource,
 ) -> Result<Derived, SourceError> {
     let item = &index.items[cr.item];
-    let ItemKind::Struct(spec) = index.kind(cr.item) else {
+    let spec = match index.kind(cr.item) {
+        ItemKind::Struct(s) => Spec::Struct(s),
+        ItemKind::Enum(e) => Spec::Enum(e),
+        _ => {
+            return Err(SourceError::at(
+                &cr.file,
+                cr.span,
+                "#[derive(CustomResource)] on something that is neither a struct nor an enum",
+            ));
+        }
+    };
+    let module = item.module.clone();
+    let group = cr.group().to_owned();
+    let version = cr.version().to_owned();
+    let kind = cr.kind().to_owned();
+    if cr.attrs.schema.as_deref() == Some("manual") {
         return Err(SourceError::at(
             &cr.file,
             cr.span,
-            "#[derive(CustomResource)] on something that is not a struct",
-        ));
-    };
-    let module = item.module.clone();
-    let missing = |key: &str| {
-        SourceError::at(&cr.file, cr.span, format!("#[kube(...)] needs `{key}`"))
-            .help(format!("add {key} = \"...\" to #[kube(...)]"))
-    };
-    let group = cr.attrs.group.clone().ok_or_else(|| missing("group"))?;
-    let version = cr.attrs.version.clone().ok_or_else(|| missing("version"))?;
-    let kind = cr.attrs.kind.clone().ok_or_else(|| missing("kind"))?;
+            "`schema = \"manual\"` takes the schema from a hand-written `impl JsonSchema`, which only running Rust can read",
+        )
+        .help("`kopgen manifests --derive=auto` (the default) compiles the crate for this kind; or derive JsonSchema instead")
+        .unsupported());
+    }
     if cr
         .attrs
         .schema
@@ -161,22 +193,29 @@ pub fn single_version_crd(
         return Err(SourceError::at(
             &cr.file,
             cr.span,
-            "only `schema = \"derived\"` and `schema = \"disabled\"` can be derived statically",
-        )
-        .help("a manual schema comes from a hand-written JsonSchema impl that only running Rust can read; derive JsonSchema instead"));
+            "`schema` takes \"derived\", \"disabled\" or \"manual\"",
+        ));
     }
     if spec
-        .generics
+        .generics()
         .params
         .iter()
         .any(|p| matches!(p, syn::GenericParam::Type(_)))
     {
         return Err(SourceError::at(
             &cr.file,
-            spec.ident.span(),
-            "generic spec structs cannot be a CustomResource",
+            spec.ident().span(),
+            "generic spec types cannot be a CustomResource",
         )
         .help("kube-derive needs a concrete spec type; remove the type parameters"));
+    }
+    if let (Spec::Enum(e), true) = (spec, cr.attrs.no_spec) {
+        return Err(SourceError::at(
+            &cr.file,
+            e.ident.span(),
+            "`kube(no_spec)` requires a struct with named fields; an enum has no properties to lift onto the root",
+        )
+        .help("remove `no_spec`, or make the spec a struct"));
     }
 
     // `schema = "disabled"`: `crd()` carries no schema, and the types need not derive JsonSchema.
@@ -292,14 +331,13 @@ fn root_schema(
     builder: &mut Builder,
     cr: &CustomResource,
     module: &str,
-    spec: &syn::ItemStruct,
+    spec: Spec,
     kind: &str,
 ) -> Result<Schema, SourceError> {
     // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
-    let mut root = if cr.attrs.no_spec {
-        no_spec_root(builder, cr, module, spec)?
-    } else {
-        spec_root(builder, cr, module, spec)?
+    let mut root = match spec {
+        Spec::Struct(s) if cr.attrs.no_spec => no_spec_root(builder, cr, module, s)?,
+        _ => spec_root(builder, cr, module, spec)?,
     };
     // `#[kube(validation = ...)]`: kube-derive derives KubeSchema for the root with these rules.
     let root_rules = super::attrs::Metadata {
@@ -310,7 +348,7 @@ fn root_schema(
     let doc = cr.attrs.doc.clone().unwrap_or_else(|| {
         format!(
             " Auto-generated derived type for {} via `CustomResource`",
-            spec.ident
+            spec.ident()
         )
     });
     let doc = doc.strip_prefix(' ').unwrap_or(&doc).to_owned();
@@ -352,10 +390,13 @@ fn spec_root(
     builder: &mut Builder,
     cr: &CustomResource,
     module: &str,
-    spec: &syn::ItemStruct,
+    spec: Spec,
 ) -> Result<Schema, SourceError> {
     let env = Default::default();
-    let spec_schema = builder.struct_schema(&cr.file, module, spec, &env)?;
+    let spec_schema = match spec {
+        Spec::Struct(s) => builder.struct_schema(&cr.file, module, s, &env)?,
+        Spec::Enum(e) => builder.enum_schema(&cr.file, module, e, &env)?,
+    };
     let mut root = Schema::from(
         json!({"type": "object"})
             .as_object()

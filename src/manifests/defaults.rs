@@ -11,9 +11,9 @@ use syn::{Expr, Fields, Type, spanned::Spanned};
 use super::{
     attrs::{self, DefaultAttr, FieldAttrs},
     error::SourceError,
-    index::{Index, ItemKind},
+    index::{DefaultImpl, Index, ItemKind},
     known::Generic,
-    resolve::{Resolved, path_segments, type_args},
+    resolve::{Resolved, expr_path_segments, path_segments, type_args},
     schema::Env,
 };
 
@@ -93,23 +93,22 @@ pub fn fold_expr(
     .expr(file, module, expr)
 }
 
-/// `T::default()` of a hand-written `impl Default for T` in `module`, folded; `None` if there
-/// is no such impl.
+/// `T::default()` of a hand-written `impl Default for T` (`T` being `name` in `module`),
+/// folded; `None` if there is no such impl.
 pub fn impl_default(
     index: &Index,
     module: &str,
     name: &str,
     env: &Env,
 ) -> Result<Option<Value>, SourceError> {
-    let Some(function) = index.default_impl(module, name) else {
+    let Some(item) = index.item_in(module, name) else {
         return Ok(None);
     };
-    let Some(item) = index.modules.get(module).and_then(|m| m.items.get(name)) else {
+    let Some(found) = index.default_impl(item) else {
         return Ok(None);
     };
-    let file = index.file(&index.items[*item]).to_path_buf();
     Folder { index, env }
-        .hand_written_default(&file, module, name, function)
+        .hand_written_default(name, found)
         .map(Some)
 }
 
@@ -124,6 +123,7 @@ pub fn schema_with(
     let unfoldable = |span: proc_macro2::Span| {
         SourceError::at(file, span, format!("cannot fold `schema_with = \"{}\"` statically", quote_path(function)))
             .help("make the function's body a single `json_schema!({ ... })` literal, or use `#[schemars(with = \"Type\")]`")
+            .unsupported()
     };
     let Some(Resolved::Local(item)) = index.resolve(module, &path_segments(function)) else {
         return Err(unfoldable(function.span()));
@@ -178,7 +178,8 @@ fn skips(file: &Path, predicate: &syn::Path, value: &Value) -> Result<bool, Sour
                 quote_path(predicate)
             ),
         )
-        .help("use Option::is_none, Vec::is_empty, String::is_empty or a map's is_empty")),
+        .help("use Option::is_none, Vec::is_empty, String::is_empty or a map's is_empty")
+        .unsupported()),
     }
 }
 
@@ -227,6 +228,7 @@ impl Folder<'_> {
                 "cannot fold the Default of this type statically",
             )
             .help(HELP)
+            .unsupported()
         };
         match ty {
             Type::Paren(p) => return self.type_default(file, module, &p.elem),
@@ -350,8 +352,8 @@ impl Folder<'_> {
         let item = &self.index.items[item_index];
         let item_file = self.index.file(item).to_path_buf();
         let module = item.module.clone();
-        if all_default && let Some(function) = self.index.default_impl(&module, &item.name) {
-            return self.hand_written_default(&item_file, &module, &item.name, function);
+        if all_default && let Some(found) = self.index.default_impl(item_index) {
+            return self.hand_written_default(&item.name, found);
         }
         match item_kind {
             ItemKind::Alias(alias) => self.type_default(&item_file, &module, &alias.ty),
@@ -391,11 +393,12 @@ impl Folder<'_> {
                         self.type_default(&item_file, &module, &f.unnamed[0].ty)
                     }
                     Fields::Unit => Ok(Value::Null),
-                    Fields::Unnamed(_) => Err(SourceError::at(
-                        file,
-                        s.span(),
-                        "cannot fold tuple struct defaults",
-                    )),
+                    Fields::Unnamed(_) => {
+                        Err(
+                            SourceError::at(file, s.span(), "cannot fold tuple struct defaults")
+                                .unsupported(),
+                        )
+                    }
                 }
             }
             ItemKind::Enum(e) => {
@@ -429,25 +432,20 @@ impl Folder<'_> {
     }
 
     /// `T::default()` of a hand-written `impl Default for T`: its body folded like a default
-    /// function's, with `Self` standing for `T`.
-    fn hand_written_default(
-        &self,
-        file: &Path,
-        module: &str,
-        name: &str,
-        function: &syn::ImplItemFn,
-    ) -> Result<Value, SourceError> {
+    /// function's, in the `impl`'s module (where `Self` already stands for `T`).
+    fn hand_written_default(&self, name: &str, found: &DefaultImpl) -> Result<Value, SourceError> {
+        let file = self.index.files[found.file].clone();
+        let function = &found.function;
         let expr = tail_expr(&function.block).ok_or_else(|| {
             SourceError::at(
-                file,
+                &file,
                 function.sig.ident.span(),
                 format!("`impl Default for {name}` is not a single expression"),
             )
             .help(HELP)
+            .unsupported()
         })?;
-        let replaced = replace_self(quote::ToTokens::to_token_stream(expr), name);
-        let expr: Expr = syn::parse2(replaced).map_err(|e| super::schema::syn_error(file, e))?;
-        self.expr(file, module, &expr)
+        self.expr(&file, &found.module, expr)
     }
 
     /// Expressions folded into the array serde writes for them (arrays, tuples, `vec![..]`).
@@ -481,8 +479,11 @@ impl Folder<'_> {
 
     /// Folds a call of the default function at `path` (written in `module`).
     fn call(&self, file: &Path, module: &str, path: &syn::Path) -> Result<Value, SourceError> {
-        let unfoldable =
-            |message: &str| SourceError::at(file, path.span(), message.to_owned()).help(HELP);
+        let unfoldable = |message: &str| {
+            SourceError::at(file, path.span(), message.to_owned())
+                .help(HELP)
+                .unsupported()
+        };
         let resolved = self.index.resolve(module, &path_segments(path));
         if let Some(Resolved::Local(item)) = resolved {
             return self.local_call(file, path, item);
@@ -492,7 +493,9 @@ impl Folder<'_> {
             // A constructor of a generic library type, or `Default::default`: schemars calls it
             // where nothing fixes its type, so rustc asks for type annotations.
             Some(Resolved::External(_)) if self.generic_constructor(module, path) => {
-                Err(unfoldable(
+                Err(SourceError::at(
+                    file,
+                    path.span(),
                     "schemars cannot infer the type this function returns (rustc: type annotations needed)",
                 )
                 .help("use `#[serde(default)]` for the type's Default, or a function of this crate that returns the field's type"))
@@ -519,6 +522,7 @@ impl Folder<'_> {
                 "the default calls functions more than 32 deep (or calls itself)",
             )
             .help(HELP)
+            .unsupported()
         })
     }
 
@@ -541,6 +545,7 @@ impl Folder<'_> {
                 "this default function is not a single expression",
             )
             .help(HELP)
+            .unsupported()
         })?;
         let module = item.module.clone();
         // `Default::default()` (or `Default::default().into()`) takes its type from the
@@ -555,8 +560,11 @@ impl Folder<'_> {
 
     /// Folds a constant expression.
     fn expr(&self, file: &Path, module: &str, expr: &Expr) -> Result<Value, SourceError> {
-        let unfoldable =
-            || SourceError::at(file, expr.span(), "cannot fold this default statically").help(HELP);
+        let unfoldable = || {
+            SourceError::at(file, expr.span(), "cannot fold this default statically")
+                .help(HELP)
+                .unsupported()
+        };
         if let Some(value) = attrs::expr_to_json(expr) {
             return Ok(value);
         }
@@ -604,7 +612,7 @@ impl Folder<'_> {
                 let Expr::Path(func) = &*c.func else {
                     return Err(unfoldable());
                 };
-                let segments = path_segments(&func.path);
+                let segments = expr_path_segments(func);
                 // A function of this crate without arguments: its body, folded.
                 if c.args.is_empty()
                     && let Some(Resolved::Local(item)) = self.index.resolve(module, &segments)
@@ -692,7 +700,7 @@ impl Folder<'_> {
                 self.array(file, module, &elems)
             }
             Expr::Path(p) => {
-                let segments = path_segments(&p.path);
+                let segments = expr_path_segments(p);
                 if segments == ["None"] {
                     return Ok(Value::Null);
                 }
@@ -994,26 +1002,6 @@ fn library_struct(path: &str, given: std::collections::HashMap<String, Value>) -
 }
 
 /// The value expression of a function body made of one expression (or `return expr;`).
-/// `tokens` with every `Self` replaced by `name` (same spans, so errors still point at the impl).
-fn replace_self(tokens: proc_macro2::TokenStream, name: &str) -> proc_macro2::TokenStream {
-    use proc_macro2::{Group, Ident, TokenTree};
-    tokens
-        .into_iter()
-        .map(|token| match token {
-            TokenTree::Ident(ident) if ident == "Self" => {
-                TokenTree::Ident(Ident::new(name, ident.span()))
-            }
-            TokenTree::Group(group) => {
-                let mut replaced =
-                    Group::new(group.delimiter(), replace_self(group.stream(), name));
-                replaced.set_span(group.span());
-                TokenTree::Group(replaced)
-            }
-            other => other,
-        })
-        .collect()
-}
-
 fn tail_expr(block: &syn::Block) -> Option<&Expr> {
     match block.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => Some(e),

@@ -16,12 +16,27 @@ pub struct Source {
 /// Every `.rs` file under `paths` (files or directories), sorted, so that output never
 /// depends on the order the file system lists them in. A directory is read as a crate's
 /// `src/`: `lib.rs` is the crate root; `main.rs` and `bin/` (separate crates) are read only
-/// when there is no `lib.rs`.
+/// when there is no `lib.rs`. A file is a crate of its own.
+///
+/// Each path is its own crate: with several, each root module is named after its path
+/// (`crate@src/v1.rs`), so that two files that both define a `BackupStatus` keep their own, and
+/// the result does not depend on the order of the paths.
 pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
     let mut out = Vec::new();
+    let mut roots: Vec<&PathBuf> = Vec::with_capacity(paths.len());
     for root in paths {
+        if !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    for root in roots.iter().copied() {
+        let label = if roots.len() == 1 {
+            "crate".to_owned()
+        } else {
+            format!("crate@{}", root.display()).replace(':', "_")
+        };
         if root.is_file() {
-            out.push(read(root, "crate".into())?);
+            out.push(read(root, label)?);
             continue;
         }
         if !root.is_dir() {
@@ -41,7 +56,7 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
             .collect();
         files.sort();
         for file in files {
-            let module = module_of(root, &file);
+            let module = module_of(&label, root, &file);
             out.push(read(&file, module)?);
         }
     }

@@ -14,6 +14,9 @@ pub struct SourceError {
     pub column: usize,
     pub message: String,
     pub help: Option<String>,
+    /// Valid Rust that kopgen cannot derive without compiling (a function it cannot fold, a
+    /// hand-written `JsonSchema`): `--derive=auto` compiles the crate for such a kind.
+    pub unsupported: bool,
 }
 
 impl SourceError {
@@ -24,6 +27,7 @@ impl SourceError {
             column: 0,
             message: message.into(),
             help: None,
+            unsupported: false,
         }
         .with_location(file, span)
     }
@@ -33,6 +37,7 @@ impl SourceError {
         Self {
             message: message.into(),
             help: None,
+            unsupported: false,
             ..self.clone()
         }
     }
@@ -48,6 +53,12 @@ impl SourceError {
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Marks the error as one that compiling the crate would not have (see `unsupported`).
+    pub fn unsupported(mut self) -> Self {
+        self.unsupported = true;
         self
     }
 }

@@ -52,11 +52,35 @@ pub struct Module {
 #[derive(Debug, Default)]
 pub struct Index {
     pub files: Vec<PathBuf>,
+    /// Items declared in modules, then the associated functions and constants of `impl` blocks
+    /// (named `Type::name`, in no module's map: they are reached through [`Index::assoc`]).
     pub items: Vec<IndexedItem>,
     pub modules: HashMap<String, Module>,
-    /// Hand-written `impl Default for T { fn default() -> Self { .. } }`, by (module, `T`):
-    /// kopgen folds a body that is one foldable expression.
-    default_impls: HashMap<(String, String), syn::ImplItemFn>,
+    /// Hand-written `impl Default for T { fn default() -> Self { .. } }`, by `T`'s item.
+    default_impls: HashMap<usize, DefaultImpl>,
+    /// Associated functions and constants of inherent `impl T { .. }` blocks: (`T`'s item,
+    /// name) → item.
+    assoc: HashMap<(usize, String), usize>,
+    /// `impl` blocks read but not yet tied to their type: a type's name resolves only once
+    /// every file is in the index.
+    pending_impls: Vec<PendingImpl>,
+}
+
+/// A hand-written `Default` of a type of the crate.
+#[derive(Debug)]
+pub struct DefaultImpl {
+    /// The module of the `impl`, where the names in its body resolve.
+    pub module: String,
+    pub file: usize,
+    /// `fn default()`, with `Self` replaced by the type's path as the `impl` writes it.
+    pub function: syn::ImplItemFn,
+}
+
+#[derive(Debug)]
+struct PendingImpl {
+    module: String,
+    file: usize,
+    item: syn::ItemImpl,
 }
 
 impl Index {
@@ -71,10 +95,111 @@ impl Index {
             }
         }
         if errors.is_empty() {
+            index.link_impls();
             Ok(index)
         } else {
             Err(errors)
         }
+    }
+
+    /// Ties each `impl` block to the item of its type: `impl Default for T` becomes `T`'s
+    /// hand-written default, and an inherent `impl T`'s functions and constants become items
+    /// reached as `T::name` (`Self` in them replaced by `T`'s path).
+    fn link_impls(&mut self) {
+        for PendingImpl {
+            module,
+            file,
+            item: imp,
+        } in std::mem::take(&mut self.pending_impls)
+        {
+            // Generic impls hold items for many types; a spec names one.
+            if !imp.generics.params.is_empty() {
+                continue;
+            }
+            let syn::Type::Path(self_ty) = &*imp.self_ty else {
+                continue;
+            };
+            if self_ty.qself.is_some() {
+                continue;
+            }
+            let segments = super::resolve::path_segments(&self_ty.path);
+            let Some(super::resolve::Resolved::Local(ty)) = self.resolve(&module, &segments) else {
+                continue;
+            };
+            let self_tokens = quote::ToTokens::to_token_stream(&self_ty.path);
+            let trait_name = imp
+                .trait_
+                .as_ref()
+                .and_then(|(_, path, _)| path.segments.last())
+                .map(|s| s.ident.to_string());
+            for impl_item in imp.items {
+                let tokens =
+                    replace_self(quote::ToTokens::to_token_stream(&impl_item), &self_tokens);
+                let Ok(impl_item) = syn::parse2::<syn::ImplItem>(tokens) else {
+                    continue;
+                };
+                match (trait_name.as_deref(), impl_item) {
+                    (Some("Default"), syn::ImplItem::Fn(function))
+                        if function.sig.ident == "default" =>
+                    {
+                        self.default_impls.insert(
+                            ty,
+                            DefaultImpl {
+                                module: module.clone(),
+                                file,
+                                function,
+                            },
+                        );
+                    }
+                    (None, syn::ImplItem::Fn(f)) => {
+                        let kind = ItemKind::Fn(syn::ItemFn {
+                            attrs: f.attrs,
+                            vis: f.vis,
+                            sig: f.sig,
+                            block: Box::new(f.block),
+                        });
+                        self.add_assoc(ty, &module, file, kind);
+                    }
+                    (None, syn::ImplItem::Const(c)) => {
+                        let kind = ItemKind::Const(syn::ItemConst {
+                            attrs: c.attrs,
+                            vis: c.vis,
+                            const_token: c.const_token,
+                            ident: c.ident,
+                            generics: c.generics,
+                            colon_token: c.colon_token,
+                            ty: Box::new(c.ty),
+                            eq_token: c.eq_token,
+                            expr: Box::new(c.expr),
+                            semi_token: c.semi_token,
+                        });
+                        self.add_assoc(ty, &module, file, kind);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn add_assoc(&mut self, ty: usize, module: &str, file: usize, kind: ItemKind) {
+        let name = match &kind {
+            ItemKind::Fn(f) => f.sig.ident.to_string(),
+            ItemKind::Const(c) => c.ident.to_string(),
+            _ => return,
+        };
+        let index = self.items.len();
+        self.items.push(IndexedItem {
+            module: module.to_owned(),
+            name: format!("{}::{name}", self.items[ty].name),
+            file,
+            kind,
+        });
+        self.assoc.insert((ty, name), index);
+    }
+
+    /// The associated function or constant `name` of the type `ty` (an inherent `impl`).
+    pub fn assoc(&self, ty: usize, name: &str) -> Option<usize> {
+        self.assoc.get(&(ty, name.to_owned())).copied()
     }
 
     /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
@@ -129,10 +254,11 @@ impl Index {
                     continue;
                 }
                 Item::Impl(imp) => {
-                    if let Some((name, function)) = default_impl(imp) {
-                        self.default_impls
-                            .insert((module.to_owned(), name), function);
-                    }
+                    self.pending_impls.push(PendingImpl {
+                        module: module.to_owned(),
+                        file,
+                        item: imp,
+                    });
                     continue;
                 }
                 Item::Mod(m) => {
@@ -228,15 +354,14 @@ impl Index {
         &self.files[item.file]
     }
 
-    /// The hand-written `impl Default for name` in `module`, if there is one.
-    pub fn default_impl(&self, module: &str, name: &str) -> Option<&syn::ImplItemFn> {
-        self.default_impls
-            .get(&(module.to_owned(), name.to_owned()))
+    /// The hand-written `impl Default` of the crate's type `item`, if there is one.
+    pub fn default_impl(&self, item: usize) -> Option<&DefaultImpl> {
+        self.default_impls.get(&item)
     }
 
-    /// Whether `module` has an `impl Default for name`.
-    pub fn has_default_impl(&self, module: &str, name: &str) -> bool {
-        self.default_impl(module, name).is_some()
+    /// The item `name` declared in `module`.
+    pub fn item_in(&self, module: &str, name: &str) -> Option<usize> {
+        self.modules.get(module)?.items.get(name).copied()
     }
 }
 
@@ -277,27 +402,32 @@ fn cfg_test(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-/// `impl Default for Name { fn default() ... }`: the type's name and the function.
-fn default_impl(imp: syn::ItemImpl) -> Option<(String, syn::ImplItemFn)> {
-    let (_, trait_path, _) = imp.trait_.as_ref()?;
-    let is_default = trait_path
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "Default");
-    // Only `impl Default for Name`: a path to a type elsewhere could name a type of the
-    // same name in this module, and kopgen would fold the wrong impl.
-    let syn::Type::Path(self_ty) = &*imp.self_ty else {
-        return None;
-    };
-    let name = self_ty.path.get_ident().map(ToString::to_string)?;
-    if !is_default || !imp.generics.params.is_empty() {
-        return None;
+/// `tokens` with every `Self` replaced by `path` (the `Self` token's span kept on the first
+/// token, so errors still point into the `impl`).
+fn replace_self(
+    tokens: proc_macro2::TokenStream,
+    path: &proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    let mut out = proc_macro2::TokenStream::new();
+    for token in tokens {
+        match token {
+            TokenTree::Ident(ident) if ident == "Self" => {
+                out.extend(path.clone().into_iter().map(|mut t| {
+                    t.set_span(ident.span());
+                    t
+                }));
+            }
+            TokenTree::Group(group) => {
+                let mut replaced =
+                    Group::new(group.delimiter(), replace_self(group.stream(), path));
+                replaced.set_span(group.span());
+                out.extend([TokenTree::Group(replaced)]);
+            }
+            other => out.extend([other]),
+        }
     }
-    let function = imp.items.into_iter().find_map(|item| match item {
-        syn::ImplItem::Fn(f) if f.sig.ident == "default" => Some(f),
-        _ => None,
-    })?;
-    Some((name, function))
+    out
 }
 
 /// Makes a `use` path absolute: `crate::`, `self::`, `super::` are resolved against `module`;
@@ -308,7 +438,7 @@ fn absolutize(module: &str, path: &[String]) -> Vec<String> {
     let mut iter = path.iter().peekable();
     match iter.peek().map(|s| s.as_str()) {
         Some("crate") => {
-            segments.push("crate".into());
+            segments.push(crate_root(module).into());
             iter.next();
         }
         Some("self") => {
@@ -342,9 +472,10 @@ pub fn parse_file(path: &Path, text: &str) -> Result<syn::File, SourceError> {
     })
 }
 
-/// The module path of a file inside a crate's `src/` directory: `src/lib.rs` → `crate`,
-/// `src/api/mod.rs` → `crate::api`, `src/api/apps.rs` → `crate::api::apps`.
-pub fn module_of(src_root: &Path, file: &Path) -> String {
+/// The module path of a file inside a crate's `src/` directory, under the crate root `root`
+/// (`crate`): `src/lib.rs` → `crate`, `src/api/mod.rs` → `crate::api`, `src/api/apps.rs` →
+/// `crate::api::apps`.
+pub fn module_of(root: &str, src_root: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src_root).unwrap_or(file);
     let mut parts: Vec<String> = rel
         .iter()
@@ -356,10 +487,21 @@ pub fn module_of(src_root: &Path, file: &Path) -> String {
             parts.push(stem);
         }
     }
-    let mut module = String::from("crate");
+    let mut module = String::from(root);
     for part in parts {
         module.push_str("::");
         module.push_str(&part.replace('-', "_"));
     }
     module
+}
+
+/// The crate root a module belongs to: its first segment (`crate`, or `crate@<path>` when
+/// several roots are read at once; see [`super::discover::sources`]).
+pub fn crate_root(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+/// Whether a path's first segment names a crate root.
+pub fn is_crate_root(segment: &str) -> bool {
+    segment == "crate" || segment.starts_with("crate@")
 }

@@ -26,6 +26,7 @@ pub mod resolve;
 pub mod schema;
 pub mod transform;
 pub mod transform_fn;
+pub mod versions;
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! Path resolution over the [`Index`]: what a type name written in some module refers to.
 
-use super::index::Index;
+use super::index::{Index, ItemKind, crate_root, is_crate_root};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,9 +92,45 @@ fn kube_reexport(path: &str) -> Option<String> {
 }
 
 impl Index {
-    /// Resolves `segments` as written in `module`.
+    /// Resolves `segments` as written in `module`: a path to an item, or `Type::name`, an
+    /// associated function or constant of an inherent `impl` of the crate's `Type`.
     pub fn resolve(&self, module: &str, segments: &[String]) -> Option<Resolved> {
-        self.resolve_depth(module, segments, 0)
+        let found = self.resolve_depth(module, segments, 0);
+        if matches!(found, Some(Resolved::Local(_))) {
+            return found;
+        }
+        if let [head @ .., last] = segments
+            && !head.is_empty()
+            && let Some(ty) = self.local_type(module, head)
+            && let Some(item) = self.assoc(ty, last)
+        {
+            return Some(Resolved::Local(item));
+        }
+        found
+    }
+
+    /// The crate's struct or enum `segments` names in `module`, through type aliases.
+    fn local_type(&self, module: &str, segments: &[String]) -> Option<usize> {
+        let mut module = module.to_owned();
+        let mut segments = segments.to_vec();
+        // Each step follows one alias; a cycle of aliases ends here.
+        for _ in 0..32 {
+            let Resolved::Local(item) = self.resolve_depth(&module, &segments, 0)? else {
+                return None;
+            };
+            match self.kind(item) {
+                ItemKind::Struct(_) | ItemKind::Enum(_) => return Some(item),
+                ItemKind::Alias(alias) => {
+                    let syn::Type::Path(target) = &*alias.ty else {
+                        return None;
+                    };
+                    segments = path_segments(&target.path);
+                    module = self.items[item].module.clone();
+                }
+                _ => return None,
+            }
+        }
+        None
     }
 
     fn resolve_depth(&self, module: &str, segments: &[String], depth: usize) -> Option<Resolved> {
@@ -118,8 +154,13 @@ impl Index {
                 .resolve_depth(relative_to, rest, depth + 1)
                 .or_else(|| Some(Resolved::External(canonical_external(&rest.join("::")))));
         }
+        if first == "crate" {
+            return self.walk(crate_root(module), &segments[1..], depth);
+        }
+        if is_crate_root(first) {
+            return self.walk(first, &segments[1..], depth);
+        }
         match first {
-            "crate" => return self.walk("crate", &segments[1..], depth),
             "self" => return self.walk(module, &segments[1..], depth),
             "super" => {
                 let mut base: Vec<&str> = module.split("::").collect();
@@ -179,7 +220,7 @@ impl Index {
     ) -> Option<Resolved> {
         let mut full = glob.to_vec();
         full.extend_from_slice(segments);
-        let local_glob = glob.first().is_some_and(|s| s == "crate");
+        let local_glob = glob.first().is_some_and(|s| is_crate_root(s));
         match self.resolve_depth(module, &full, depth + 1)? {
             Resolved::Local(item) => Some(Resolved::Local(item)),
             // Through a glob of this crate, a name resolves only via an explicit `use` there.
@@ -239,6 +280,22 @@ pub fn path_segments(path: &syn::Path) -> Vec<String> {
     }
     segments.extend(path.segments.iter().map(|s| s.ident.to_string()));
     segments
+}
+
+/// The segments of a path expression, with `<Type>::name` read as `Type::name` (an associated
+/// item of `Type`; a trait's `<Type as Trait>::name` is left to the caller).
+pub fn expr_path_segments(path: &syn::ExprPath) -> Vec<String> {
+    match &path.qself {
+        Some(qself) if qself.position == 0 => match &*qself.ty {
+            syn::Type::Path(ty) if ty.qself.is_none() => {
+                let mut segments = path_segments(&ty.path);
+                segments.extend(path.path.segments.iter().map(|s| s.ident.to_string()));
+                segments
+            }
+            _ => path_segments(&path.path),
+        },
+        _ => path_segments(&path.path),
+    }
 }
 
 /// The type arguments of a path's last segment (lifetimes and constants left out).

@@ -193,7 +193,7 @@ impl<'a> Builder<'a> {
                     Some((item_file, span)) => error.with_location(&item_file, span),
                     None => error,
                 };
-                error.help(super::transform_fn::HELP)
+                error.help(super::transform_fn::HELP).unsupported()
             })?;
             meta.transform_ops.extend(ops);
         }
@@ -242,8 +242,15 @@ impl<'a> Builder<'a> {
     ) -> Result<(), SourceError> {
         if let Folded::Expr(expr) = value {
             let span = expr.span();
-            let folded = super::defaults::fold_expr(self.index, file, module, expr)
-                .map_err(|e| e.reworded(what).help(help))?;
+            let folded =
+                super::defaults::fold_expr(self.index, file, module, expr).map_err(|e| {
+                    let reworded = e.reworded(what).help(help);
+                    if e.unsupported {
+                        reworded.unsupported()
+                    } else {
+                        reworded
+                    }
+                })?;
             *value = Folded::Value(folded, span);
         }
         Ok(())
@@ -271,6 +278,7 @@ impl<'a> Builder<'a> {
                              `static NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(\"...\").unwrap())` \
                              in this crate, or write #[schemars(regex(pattern = \"...\"))]",
                         )
+                        .unsupported()
                     })?;
                     *validation = Validation::Pattern(Folded::Value(pattern.into(), *span));
                 }
@@ -511,8 +519,10 @@ impl<'a> Builder<'a> {
                 )
                 .help(
                     "kopgen knows std types, serde_json::Value and every k8s-openapi type; for another crate's type, \
-                     use `#[schemars(with = \"KnownType\")]` on the field, or define the type in this crate",
-                ))
+                     use `#[schemars(with = \"KnownType\")]` on the field, or define the type in this crate \
+                     (`--derive=auto` compiles the crate for this kind)",
+                )
+                .unsupported())
             }
             None => Err(SourceError::at(
                 file,
@@ -729,12 +739,15 @@ impl<'a> Builder<'a> {
         cattrs.ident = Some(item.ident.to_string());
         if cattrs.default == DefaultAttr::Default
             && !cattrs.derives_default
-            && !self.index.has_default_impl(module, &item.ident.to_string())
+            && !self
+                .index
+                .item_in(module, &item.ident.to_string())
+                .is_some_and(|i| self.index.default_impl(i).is_some())
         {
             return Err(SourceError::at(file, item.ident.span(), format!(
-                "`#[serde(default)]` on `{}` needs a `Default`, and kopgen finds neither a derived one nor an `impl Default` in its module", item.ident
+                "`#[serde(default)]` on `{}` needs a `Default`, and kopgen finds neither a derived one nor an `impl Default` in the crate", item.ident
             ))
-            .help("derive Default, write `impl Default` beside the struct, or use `#[serde(default = \"f\")]`"));
+            .help("derive Default, write `impl Default` for it, or use `#[serde(default = \"f\")]`"));
         }
         if let Some(schema) = self.schema_via_from(file, module, &cattrs, env)? {
             return Ok(schema);
@@ -928,7 +941,8 @@ impl<'a> Builder<'a> {
                         field.span(),
                         format!("schemars serializes this field's default with `{function}`, which kopgen cannot run"),
                     )
-                    .help("remove the default, or the `serialize_with`/`with` that changes how it is written"));
+                    .help("remove the default, or the `serialize_with`/`with` that changes how it is written")
+                    .unsupported());
                 }
                 field_schema.insert("default".into(), value);
             }
@@ -1197,6 +1211,7 @@ pub fn apply_x_kube(file: &Path, schema: &mut Schema, meta: &Metadata) -> Result
     let unfoldable = |expr: &syn::Expr, what: &str| {
         SourceError::at(file, expr.span(), format!("cannot fold this {what} statically"))
             .help("write a string literal, a (rule, message) pair, or Rule::new(\"..\") with .message/.reason/.field_path; merge strategies as ListMerge::Map(vec![\"key\".into()]) and the like")
+            .unsupported()
     };
     for expr in &meta.x_kube_rules {
         let rule =
@@ -1284,11 +1299,13 @@ fn report_unsupported(file: &Path, meta: &Metadata) -> Result<(), SourceError> {
         && key.starts_with("doc =")
     {
         return Err(SourceError::at(file, *span, format!("kopgen cannot fold `{key}` statically: schemars would put its text in the description"))
-            .help("replace it with the text as a doc comment (`/// ...`), or remove it and give `#[schemars(description = \"...\")]`"));
+            .help("replace it with the text as a doc comment (`/// ...`), or remove it and give `#[schemars(description = \"...\")]`")
+            .unsupported());
     }
     if let Some((key, span)) = meta.unsupported.first() {
         return Err(SourceError::at(file, *span, format!("kopgen cannot yet fold `{key}` statically"))
-            .help("remove it, or replace it with an attribute kopgen folds (see the attribute reference in kopgen's README)"));
+            .help("remove it, or replace it with an attribute kopgen folds (see the attribute reference in kopgen's README)")
+            .unsupported());
     }
     Ok(())
 }
