@@ -155,10 +155,22 @@ pub struct ManifestsArgs {
     /// `warn` (report everything, still write), `deny` (warnings are errors too), `off`.
     #[arg(long, value_enum, default_value_t = LintMode::Error)]
     pub lint: LintMode,
+    /// How CRDs are derived: `auto` reads the source and compiles the crate only for the kinds
+    /// that need it; `static` never compiles (for CI jobs without a Rust toolchain: what needs
+    /// compiling is an error); `compile` compiles the crate for every kind.
+    #[arg(long, value_enum, default_value_t = DeriveMode::Auto)]
+    pub derive: DeriveMode,
     /// Truncate descriptions to N characters (0 drops them), like controller-gen's maxDescLen.
     /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
     #[arg(long, value_name = "N")]
     pub max_desc_len: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeriveMode {
+    Auto,
+    Static,
+    Compile,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -258,7 +270,12 @@ impl std::error::Error for CheckFailed {}
 
 fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let root = cwd.join(&args.path);
+    // `--path .` names the current directory: no `/./` in paths kopgen prints.
+    let root: PathBuf = cwd
+        .join(&args.path)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
     let paths = if args.paths.is_empty() {
         vec![root.join("src")]
     } else {
@@ -269,15 +286,45 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .as_ref()
         .map_or_else(|| root.join("config/crd/bases"), |dir| cwd.join(dir));
     let sources = crate::manifests::discover::sources(&paths).context("kopgen manifests")?;
+    // The crate whose library the sources are: its versions are checked, and it is what the
+    // compiled path builds. Paths in several crates (or none) can only be read statically.
+    let manifests_of: Vec<Option<PathBuf>> = paths
+        .iter()
+        .map(|p| crate::manifests::versions::crate_manifest(p))
+        .collect();
+    let manifest = match manifests_of.split_first() {
+        Some((first, rest)) if rest.iter().all(|m| m == first) => first.clone(),
+        _ => None,
+    };
     let options = crate::manifests::Options {
         lint: args.lint != LintMode::Off,
         max_desc_len: args.max_desc_len,
+        derive: match args.derive {
+            DeriveMode::Auto => crate::manifests::Derive::Auto,
+            DeriveMode::Static => crate::manifests::Derive::Static,
+            DeriveMode::Compile => crate::manifests::Derive::Compile,
+        },
+        manifest,
     };
-    let generated =
-        crate::manifests::generate_with(&sources, &options).context("kopgen manifests")?;
+    let generated = crate::manifests::generate_with(&sources, &options).map_err(|e| {
+        let needs_compiling = matches!(&e, crate::manifests::error::ManifestError::Many(errors)
+            if errors.iter().any(|e| e.unsupported));
+        match (needs_compiling, options.derive) {
+            (true, crate::manifests::Derive::Static) => anyhow::anyhow!(
+                "kopgen manifests: {e}\nnote: with --derive=auto (the default) kopgen compiles the crate for the kinds above that it cannot derive from the source"
+            ),
+            (true, _) if options.manifest.is_none() => anyhow::anyhow!(
+                "kopgen manifests: {e}\nnote: these sources are not the library of a crate (a Cargo.toml with them under its src/), so kopgen cannot compile them; fix them as each help says"
+            ),
+            _ => anyhow::Error::new(e).context("kopgen manifests"),
+        }
+    })?;
     let outputs = generated.outputs;
     let mut blocking = 0;
     let mut report = String::new();
+    for compiled in &generated.compiled {
+        let _ = writeln!(report, "note: compiled the crate for {compiled}");
+    }
     for located in &generated.findings {
         let _ = writeln!(report, "{located}");
         let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;

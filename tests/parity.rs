@@ -111,16 +111,18 @@ pub struct Refused {
 fn print_kinds<'g>(
     groups: impl Iterator<Item = (&'g (String, String, String), &'g Vec<scan::Found>)>,
     root: &str,
+    merges: &[scan::Merge],
 ) -> String {
     let mut body = String::from("    use kube::CustomResourceExt as _;\n");
     for ((case, group, kind), versions) in groups {
         let mut versions = versions.clone();
         versions.sort_by_key(|v| scan::priority(&v.version));
-        let storage = versions
+        let mut storage = versions
             .iter()
             .find(|v| v.storage)
-            .map_or("", |v| v.version.as_str());
-        let crds: Vec<String> = versions
+            .map_or("", |v| v.version.as_str())
+            .to_owned();
+        let mut crds: Vec<String> = versions
             .iter()
             .map(|v| {
                 let module = if v.module.is_empty() {
@@ -131,6 +133,20 @@ fn print_kinds<'g>(
                 format!("{root}{module}::{}::crd()", v.root)
             })
             .collect();
+        // The source's own merge of this kind's versions, as it writes it.
+        // The source's own merge of this kind's versions, as it writes it (a fixture merges
+        // at most one kind).
+        if let Some(merge) = merges
+            .iter()
+            .find(|m| versions.len() > 1 && m.types.len() == versions.len())
+        {
+            crds = merge
+                .types
+                .iter()
+                .map(|t| format!("{root}::{t}::crd()"))
+                .collect();
+            storage = merge.storage.clone();
+        }
         let crd = if crds.len() == 1 {
             crds[0].clone()
         } else {
@@ -185,7 +201,7 @@ pub fn compare(
         // The case's own module prints its kinds, so that private ones are reachable.
         let printer = format!(
             "\n#[allow(dead_code)]\npub fn kopgen_print_crds() {{\n{}}}\n",
-            print_kinds(case_groups.iter(), "self")
+            print_kinds(case_groups.iter(), "self", &scan::merges(&case.path))
         );
         write_if_changed(
             &harness.join(format!("src/fixtures/{name}.rs")),
@@ -312,7 +328,7 @@ fn kopgen_manifests_equals_kube_derive_for_a_crate_over_several_files() {
     );
     write_if_changed(
         &harness.join("src/main.rs"),
-        &harness_main("", &print_kinds(groups.iter(), "kopgen_crate_harness")),
+        &harness_main("", &print_kinds(groups.iter(), "kopgen_crate_harness", &[])),
     );
     let results = run_harness(&harness, &ours);
     assert_eq!(results.len(), 1, "one kind (two versions) in the crate");

@@ -73,6 +73,13 @@ pub enum ManifestError {
     Io { path: String, message: String },
     #[error("{0}")]
     Other(String),
+    #[error(transparent)]
+    Compile(#[from] super::compile::CompileError),
+    #[error(
+        "{}\n  help: kopgen reproduces kube-derive/kube-core 5.0, schemars 1.2 and k8s-openapi 0.29; use --derive=auto (the default) to compile this crate's CRDs instead, or move the crate to those versions",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    )]
+    Versions(Vec<super::versions::Mismatch>),
 }
 
 thread_local! {

@@ -52,6 +52,8 @@ pub struct Module {
 #[derive(Debug, Default)]
 pub struct Index {
     pub files: Vec<PathBuf>,
+    /// The module each file defines (`crate::api`), by file.
+    pub file_modules: Vec<String>,
     /// Items declared in modules, then the associated functions and constants of `impl` blocks
     /// (named `Type::name`, in no module's map: they are reached through [`Index::assoc`]).
     pub items: Vec<IndexedItem>,
@@ -64,6 +66,22 @@ pub struct Index {
     /// `impl` blocks read but not yet tied to their type: a type's name resolves only once
     /// every file is in the index.
     pending_impls: Vec<PendingImpl>,
+    /// Every `merge_crds(vec![A::crd(), ..], "version")` call in the crate's functions.
+    pub merge_calls: Vec<MergeCall>,
+}
+
+/// A call `merge_crds(vec![v1::Foo::crd(), v2::Foo::crd()], "v1")`: how kube-rs users merge the
+/// versions of a kind (every version's `crd()` says `storage: true`; the call picks one).
+#[derive(Debug, Clone)]
+pub struct MergeCall {
+    /// The module the call is written in, where its paths resolve.
+    pub module: String,
+    pub file: usize,
+    pub span: proc_macro2::Span,
+    /// The types whose `crd()` is merged, in the call's order (`v1::Foo`).
+    pub types: Vec<Vec<String>>,
+    /// The storage version, when the call gives it as a string literal.
+    pub storage: Option<String>,
 }
 
 /// A hand-written `Default` of a type of the crate.
@@ -206,6 +224,14 @@ impl Index {
     pub fn add_file(&mut self, path: &Path, module: &str, file: syn::File) {
         let file_index = self.files.len();
         self.files.push(path.to_path_buf());
+        self.file_modules.push(module.to_owned());
+        let mut calls = MergeCalls {
+            modules: vec![module.to_owned()],
+            file: file_index,
+            found: Vec::new(),
+        };
+        syn::visit::Visit::visit_file(&mut calls, &file);
+        self.merge_calls.extend(calls.found);
         self.add_items(module, file.items, file_index);
     }
 
@@ -400,6 +426,85 @@ fn cfg_test(attrs: &[syn::Attribute]) -> bool {
                 .parse_args::<syn::Meta>()
                 .is_ok_and(|meta| requires_test(&meta))
     })
+}
+
+/// Finds `merge_crds(..)` calls in a file's functions, outside `#[cfg(test)]` code.
+struct MergeCalls {
+    /// The module being visited, innermost last.
+    modules: Vec<String>,
+    file: usize,
+    found: Vec<MergeCall>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for MergeCalls {
+    fn visit_item(&mut self, item: &'ast Item) {
+        if cfg_test(item_attrs(item)) {
+            return;
+        }
+        if let Item::Mod(m) = item {
+            let parent = self.modules.last().cloned().unwrap_or_default();
+            self.modules.push(format!("{parent}::{}", m.ident));
+            syn::visit::visit_item_mod(self, m);
+            self.modules.pop();
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        syn::visit::visit_expr_call(self, call);
+        let syn::Expr::Path(func) = &*call.func else {
+            return;
+        };
+        if func
+            .path
+            .segments
+            .last()
+            .is_none_or(|s| s.ident != "merge_crds")
+        {
+            return;
+        }
+        let mut args = call.args.iter();
+        let (Some(syn::Expr::Macro(list)), storage) = (args.next(), args.next()) else {
+            return;
+        };
+        let Ok(elems) = list.mac.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) else {
+            return;
+        };
+        // Each element `path::Type::crd()`: the type's path.
+        let types: Option<Vec<Vec<String>>> = elems
+            .iter()
+            .map(|e| match e {
+                syn::Expr::Call(c) if c.args.is_empty() => match &*c.func {
+                    syn::Expr::Path(p) => {
+                        let mut segments = super::resolve::path_segments(&p.path);
+                        (segments.pop().as_deref() == Some("crd") && !segments.is_empty())
+                            .then_some(segments)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let storage = match storage {
+            Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            })) => Some(s.value()),
+            _ => None,
+        };
+        if let Some(types) = types {
+            self.found.push(MergeCall {
+                module: self.modules.last().cloned().unwrap_or_default(),
+                file: self.file,
+                span: syn::spanned::Spanned::span(&func.path),
+                types,
+                storage,
+            });
+        }
+    }
 }
 
 /// `tokens` with every `Self` replaced by `path` (the `Self` token's span kept on the first

@@ -7,15 +7,20 @@ use super::{
     attrs,
     crd::{CustomResource, version_priority},
     error::SourceError,
-    index::{Index, ItemKind},
+    index::{Index, ItemKind, MergeCall},
+    resolve::Resolved,
     schema::syn_error,
 };
 
-/// The versions of one kind (one CRD), in Kubernetes version priority order.
+/// The versions of one kind (one CRD), in the order they are merged: Kubernetes version
+/// priority, or the order of the crate's `merge_crds` call for the kind.
 pub struct Kind {
     pub group: String,
     pub kind: String,
     pub versions: Vec<CustomResource>,
+    /// The storage version a `merge_crds` call in the crate names (else `#[kube(storage)]`
+    /// decides).
+    pub storage: Option<String>,
 }
 
 impl Kind {
@@ -100,8 +105,10 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
             group,
             kind,
             versions,
+            storage: None,
         });
     }
+    errors.extend(apply_merge_calls(index, &mut kinds));
     errors.extend(collisions(&kinds));
     if errors.is_empty() {
         Ok(kinds)
@@ -109,6 +116,109 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
         errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
         Err(errors)
     }
+}
+
+/// Orders and stores each kind as the crate's `merge_crds(vec![..], "v")` call for it does:
+/// kube-rs users merge versions whose `crd()` all say `storage: true` that way.
+fn apply_merge_calls(index: &Index, kinds: &mut [Kind]) -> Vec<SourceError> {
+    let mut errors = Vec::new();
+    let mut applied: BTreeMap<usize, &MergeCall> = BTreeMap::new();
+    for call in &index.merge_calls {
+        let file = &index.files[call.file];
+        let at = || SourceError::at(file, call.span, "");
+        let found: Vec<Option<(usize, usize)>> = call
+            .types
+            .iter()
+            .map(|path| generated_type(index, kinds, &call.module, path))
+            .collect();
+        let Some(Some((kind_index, _))) = found.first() else {
+            continue;
+        };
+        let kind = &mut kinds[*kind_index];
+        let positions: Option<Vec<usize>> = found
+            .iter()
+            .map(|f| f.filter(|(k, _)| k == kind_index).map(|(_, v)| v))
+            .collect();
+        let complete = positions.as_ref().is_some_and(|p| {
+            let mut sorted = p.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            sorted.len() == kind.versions.len() && p.len() == sorted.len()
+        });
+        let (Some(positions), true, Some(storage)) = (positions, complete, &call.storage) else {
+            // A call kopgen cannot read whole (another kind's versions, a version left out, a
+            // storage version that is not a literal) decides nothing.
+            continue;
+        };
+        if !kind.versions.iter().any(|v| v.version() == storage) {
+            errors.push(
+                at().reworded(format!(
+                    "merge_crds names {storage} as the storage version of {}, which has no such version",
+                    kind.kind
+                ))
+                .help("name one of the versions merged (merge_crds returns an error here)"),
+            );
+            continue;
+        }
+        if let Some(earlier) = applied.get(kind_index) {
+            let same = earlier.types == call.types && earlier.storage == call.storage;
+            if !same {
+                let first = &index.files[earlier.file];
+                errors.push(
+                    at().reworded(format!(
+                        "a second merge_crds call for {} merges its versions differently (the first is at {}:{})",
+                        kind.kind,
+                        first.display(),
+                        earlier.span.start().line
+                    ))
+                    .help("merge the versions of a kind in one place"),
+                );
+            }
+            continue;
+        }
+        let versions = std::mem::take(&mut kind.versions);
+        kind.versions = positions.iter().map(|&p| versions[p].clone()).collect();
+        kind.storage = Some(storage.clone());
+        applied.insert(*kind_index, call);
+    }
+    errors
+}
+
+/// The kind and version whose generated type `path` (written in `module`) names: kube-derive
+/// generates the type beside the spec, so the path names it when, with the type's name
+/// replaced by the spec's, it names the spec.
+fn generated_type(
+    index: &Index,
+    kinds: &[Kind],
+    module: &str,
+    path: &[String],
+) -> Option<(usize, usize)> {
+    let (name, head) = path.split_last()?;
+    // `Foo` brought in by `use v1::Foo;` (or `as FooV1`): follow the import to its module.
+    let written: Vec<String> = match head {
+        [] => index
+            .modules
+            .get(module)
+            .and_then(|m| m.uses.get(name))
+            .cloned()
+            .unwrap_or_else(|| vec![name.clone()]),
+        _ => path.to_vec(),
+    };
+    let (name, head) = written.split_last()?;
+    for (k, kind) in kinds.iter().enumerate() {
+        for (v, cr) in kind.versions.iter().enumerate() {
+            let root = cr.attrs.root.as_deref().unwrap_or(&kind.kind);
+            if root != name {
+                continue;
+            }
+            let mut spec_path = head.to_vec();
+            spec_path.push(index.items[cr.item].name.clone());
+            if index.resolve(module, &spec_path) == Some(Resolved::Local(cr.item)) {
+                return Some((k, v));
+            }
+        }
+    }
+    None
 }
 
 /// Two kinds whose CRDs would share a name (`<plural>.<group>`) or a file: the API server would

@@ -10,6 +10,7 @@
 
 pub mod attrs;
 pub mod cel;
+pub mod compile;
 pub mod crd;
 pub mod defaults;
 pub mod discover;
@@ -60,6 +61,23 @@ pub struct Options {
     pub lint: bool,
     /// controller-gen's `maxDescLen`: truncate descriptions (0 drops them). Departs from `crd()`.
     pub max_desc_len: Option<usize>,
+    /// How CRDs are derived: from the source, by compiling, or each the first way that works.
+    pub derive: Derive,
+    /// The `Cargo.toml` of the crate the sources are the library of, if any: its versions are
+    /// checked, and it is what the compiled path builds.
+    pub manifest: Option<PathBuf>,
+}
+
+/// How `kopgen manifests` derives a kind's CRD.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Derive {
+    /// Statically where it can, by compiling the crate for the kinds it cannot.
+    #[default]
+    Auto,
+    /// Only statically: what needs compiling is an error (CI jobs without a Rust toolchain).
+    Static,
+    /// Every kind by compiling the crate.
+    Compile,
 }
 
 /// A lint finding located in the Rust source.
@@ -107,6 +125,8 @@ impl std::fmt::Display for Located {
 pub struct Generated {
     pub outputs: Vec<Output>,
     pub findings: Vec<Located>,
+    /// The kinds derived by compiling the crate, each with the reason (`Kind.group: reason`).
+    pub compiled: Vec<String>,
 }
 
 /// The least stack of the thread that derives. syn's parser, kopgen's folding and the schema
@@ -144,6 +164,11 @@ pub fn generate_with(
     let mut generated = Generated::default();
     let mut errors = Vec::new();
     for kind in derive_kinds(sources, options)? {
+        if let Some(reason) = &kind.compiled {
+            generated
+                .compiled
+                .push(format!("{}.{} ({reason})", kind.kind, kind.group));
+        }
         match kind.result {
             Ok((output, findings)) => {
                 generated.outputs.push(output);
@@ -166,6 +191,8 @@ pub struct KindResult {
     pub group: String,
     pub kind: String,
     pub result: Result<(Output, Vec<Located>), Vec<error::SourceError>>,
+    /// Why the kind was derived by compiling the crate, if it was.
+    pub compiled: Option<String>,
 }
 
 /// Every kind of `sources`, each derived on its own: an error in one kind leaves the others'
@@ -192,37 +219,207 @@ fn derive_each(
 ) -> Result<Vec<KindResult>, ManifestError> {
     let index = Index::build(sources).map_err(ManifestError::Many)?;
     let kinds = kinds::find(&index).map_err(ManifestError::Many)?;
+    let mismatches = match &options.manifest {
+        Some(manifest) if options.derive != Derive::Compile => versions::mismatches(manifest),
+        _ => Vec::new(),
+    };
+    if options.derive == Derive::Static && !mismatches.is_empty() {
+        return Err(ManifestError::Versions(mismatches));
+    }
+    let compile_all = match options.derive {
+        Derive::Compile => Some("--derive=compile".to_owned()),
+        _ => mismatches.first().map(ToString::to_string),
+    };
     let mut builder = schema::Builder::new(&index);
     let mut transforms = transform::Transforms::default();
     let mut results = Vec::with_capacity(kinds.len());
     for kind in &kinds {
-        let mut derived = Vec::with_capacity(kind.versions.len());
-        let mut errors = Vec::new();
-        for cr in &kind.versions {
-            match crd::single_version_crd(&mut builder, &index, cr) {
-                Ok(d) => derived.push(d),
-                Err(e) => errors.push(e),
-            }
-        }
-        let result = if errors.is_empty() {
-            render::render(derived, &mut transforms, options).map(|rendered| {
-                let findings = locate_findings(&index, kind, &rendered);
-                let output = Output {
-                    path: PathBuf::from(kind.file_name()),
-                    contents: rendered.contents,
-                };
-                (output, findings)
-            })
-        } else {
-            Err(errors)
+        let result = match &compile_all {
+            Some(reason) => Err(vec![
+                error::SourceError::at(
+                    &kind.versions[0].file,
+                    kind.versions[0].span,
+                    reason.clone(),
+                )
+                .unsupported(),
+            ]),
+            None => derive_static(&index, kind, &mut builder, &mut transforms, options),
         };
         results.push(KindResult {
             group: kind.group.clone(),
             kind: kind.kind.clone(),
             result,
+            compiled: None,
         });
     }
+    // What only compiling can derive, compiled, when a crate is there to compile.
+    let wanted: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            options.derive != Derive::Static
+                && r.result
+                    .as_ref()
+                    .is_err_and(|errors| errors.iter().all(|e| e.unsupported))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if wanted.is_empty() {
+        return Ok(results);
+    }
+    let Some(manifest) = &options.manifest else {
+        // Loose files can only be derived statically: their errors say what to write instead.
+        return Ok(results);
+    };
+    let krate = compile::Crate::open(manifest)?;
+    let mut requests = Vec::with_capacity(wanted.len());
+    for &i in &wanted {
+        requests.push(compile_request(&index, &kinds[i], &krate)?);
+    }
+    let compiled = compile::crds(&krate, &requests)?;
+    for (&i, yaml) in wanted.iter().zip(compiled) {
+        let kind = &kinds[i];
+        let reason = match (&compile_all, &results[i].result) {
+            (Some(reason), _) => reason.clone(),
+            (None, Err(errors)) => errors
+                .first()
+                .map(|e| {
+                    format!(
+                        "{}:{}:{}: {}",
+                        e.file.display(),
+                        e.line,
+                        e.column,
+                        e.message
+                    )
+                })
+                .unwrap_or_default(),
+            (None, Ok(_)) => String::new(),
+        };
+        results[i].result = match yaml {
+            Ok(yaml) => finish_compiled(&index, kind, &yaml, options),
+            Err(panic) => Err(vec![
+                error::SourceError::at(&kind.versions[0].file, kind.versions[0].span, format!(
+                    "kube-derive's crd() panics for {}: {panic}",
+                    kind.kind
+                ))
+                .help("kopgen compiled the crate and ran crd(); fix the type it names (kube-core cannot make a structural schema of it)"),
+            ]),
+        };
+        results[i].compiled = Some(reason);
+    }
     Ok(results)
+}
+
+/// A kind derived from the source alone.
+fn derive_static(
+    index: &Index,
+    kind: &kinds::Kind,
+    builder: &mut schema::Builder,
+    transforms: &mut transform::Transforms,
+    options: &Options,
+) -> Result<(Output, Vec<Located>), Vec<error::SourceError>> {
+    let mut derived = Vec::with_capacity(kind.versions.len());
+    let mut errors = Vec::new();
+    for cr in &kind.versions {
+        match crd::single_version_crd(builder, index, cr) {
+            Ok(d) => derived.push(d),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let rendered = render::render(derived, kind.storage.as_deref(), transforms, options)?;
+    let findings = locate_findings(index, kind, &rendered);
+    let output = Output {
+        path: PathBuf::from(kind.file_name()),
+        contents: rendered.contents,
+    };
+    Ok((output, findings))
+}
+
+/// What the crdgen program prints for `kind`: its versions' generated types, as paths from the
+/// crate root, and the storage version they are merged under.
+fn compile_request(
+    index: &Index,
+    kind: &kinds::Kind,
+    krate: &compile::Crate,
+) -> Result<compile::Request, ManifestError> {
+    let mut types = Vec::with_capacity(kind.versions.len());
+    for cr in &kind.versions {
+        let item = &index.items[cr.item];
+        let file_module = &index.file_modules[item.file];
+        let inline = item.module.strip_prefix(file_module.as_str()).unwrap_or("");
+        let (Ok(src), Ok(file)) = (
+            std::fs::canonicalize(&krate.src),
+            std::fs::canonicalize(&cr.file),
+        ) else {
+            return Err(compile::CompileError::OutsideCrate {
+                file: cr.file.clone(),
+            }
+            .into());
+        };
+        if !file.starts_with(&src) {
+            return Err(compile::CompileError::OutsideCrate {
+                file: cr.file.clone(),
+            }
+            .into());
+        }
+        let module = index::module_of(compile::USER_CRATE, &src, &file);
+        let root = cr
+            .attrs
+            .root
+            .clone()
+            .unwrap_or_else(|| cr.kind().to_owned());
+        types.push(format!("{module}{inline}::{root}"));
+    }
+    let storage = kind.storage.clone().unwrap_or_else(|| {
+        kind.versions
+            .iter()
+            .find(|cr| cr.attrs.storage.unwrap_or(true))
+            .map(|cr| cr.version().to_owned())
+            .unwrap_or_default()
+    });
+    Ok(compile::Request { types, storage })
+}
+
+/// A compiled kind's CRD as kopgen writes it: the program's YAML, linted, and with
+/// `--max-desc-len` applied.
+fn finish_compiled(
+    index: &Index,
+    kind: &kinds::Kind,
+    yaml: &str,
+    options: &Options,
+) -> Result<(Output, Vec<Located>), Vec<error::SourceError>> {
+    let at = || error::SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
+    let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
+    let contents = match options.max_desc_len {
+        Some(max) => {
+            lint::truncate_descriptions(&mut crd, max);
+            let yaml =
+                serde_yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
+            format!("{HEADER}{yaml}")
+        }
+        None => format!("{HEADER}{yaml}"),
+    };
+    let rendered = render::Rendered {
+        contents,
+        crd_name: crd.metadata.name.clone().unwrap_or_default(),
+        findings: if options.lint {
+            lint::check(&crd)
+        } else {
+            Vec::new()
+        },
+    };
+    let findings = locate_findings(index, kind, &rendered);
+    Ok((
+        Output {
+            path: PathBuf::from(kind.file_name()),
+            contents: rendered.contents,
+        },
+        findings,
+    ))
 }
 
 /// A rendered kind's lint findings, each at the Rust field that produced it.

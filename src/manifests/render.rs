@@ -16,10 +16,12 @@ pub struct Rendered {
     pub findings: Vec<lint::Finding>,
 }
 
-/// Renders one kind, its versions in Kubernetes priority order: each version through the
-/// transforms, then one CRD as `merge_crds` builds it.
+/// Renders one kind, its versions in the order they are merged: each version through the
+/// transforms, then one CRD as `merge_crds` builds it (with `storage`, the version the crate's
+/// own `merge_crds` call stores).
 pub fn render(
     versions: Vec<Derived>,
+    storage: Option<&str>,
     transforms: &mut Transforms,
     options: &Options,
 ) -> Result<Rendered, Vec<SourceError>> {
@@ -27,9 +29,10 @@ pub fn render(
         return Err(Vec::new());
     };
     let first_at = first.at.clone();
+    // The crate's `merge_crds` call names the storage version; else `#[kube(storage)]` does.
     let stored: Vec<(String, SourceError)> = versions
         .iter()
-        .filter(|d| d.storage())
+        .filter(|d| storage.map_or(d.storage(), |s| d.version() == s))
         .map(|d| (d.version().to_owned(), d.at.clone()))
         .collect();
     let mut crds = Vec::with_capacity(versions.len());

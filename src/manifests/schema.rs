@@ -739,10 +739,10 @@ impl<'a> Builder<'a> {
         cattrs.ident = Some(item.ident.to_string());
         if cattrs.default == DefaultAttr::Default
             && !cattrs.derives_default
-            && !self
+            && self
                 .index
                 .item_in(module, &item.ident.to_string())
-                .is_some_and(|i| self.index.default_impl(i).is_some())
+                .is_none_or(|i| self.index.default_impl(i).is_none())
         {
             return Err(SourceError::at(file, item.ident.span(), format!(
                 "`#[serde(default)]` on `{}` needs a `Default`, and kopgen finds neither a derived one nor an `impl Default` in the crate", item.ident

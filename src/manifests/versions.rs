@@ -37,13 +37,15 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// The `Cargo.toml` of the crate that holds `path`: the nearest one at or above it.
+/// The `Cargo.toml` of the crate whose library sources `path` is (or holds): the nearest
+/// manifest above it, when `path` is its directory or under its `src/`. Files elsewhere (a
+/// crate's `tests/`, loose files) belong to no library kopgen could compile.
 pub fn crate_manifest(path: &Path) -> Option<PathBuf> {
-    let start = if path.is_dir() { path } else { path.parent()? };
-    start
+    let path = std::fs::canonicalize(path).ok()?;
+    let dir = path
         .ancestors()
-        .map(|dir| dir.join("Cargo.toml"))
-        .find(|manifest| manifest.is_file())
+        .find(|dir| dir.join("Cargo.toml").is_file())?;
+    (path == dir || path.starts_with(dir.join("src"))).then(|| dir.join("Cargo.toml"))
 }
 
 /// The versions the crate of `manifest` uses that kopgen does not reproduce: from the nearest

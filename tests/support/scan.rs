@@ -173,6 +173,45 @@ fn cfg_test(attrs: &[Attribute]) -> bool {
     })
 }
 
+/// A `merge_crds(vec![a::Foo::crd(), ..], "v1")` call at a file's top level (in a function of
+/// its root module): the types as written there, in order, and the storage version.
+#[derive(Debug, Clone)]
+pub struct Merge {
+    pub types: Vec<String>,
+    pub storage: String,
+}
+
+/// The `merge_crds` calls in the functions of `path`'s root module.
+pub fn merges(path: &Path) -> Vec<Merge> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut found = Vec::new();
+    for item in &parsed.items {
+        if let Item::Fn(f) = item {
+            let body = quote::quote!(#f).to_string();
+            let mut rest = body.as_str();
+            while let Some(at) = rest.find("merge_crds (vec ! [") {
+                rest = &rest[at + "merge_crds (vec ! [".len()..];
+                let Some(end) = rest.find(']') else { break };
+                let types = rest[..end]
+                    .split(',')
+                    .map(|t| {
+                        t.trim()
+                            .trim_end_matches("crd ()")
+                            .trim()
+                            .trim_end_matches("::")
+                            .replace(' ', "")
+                    })
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                let storage = rest[end..].split('"').nth(1).unwrap_or_default().to_owned();
+                found.push(Merge { types, storage });
+            }
+        }
+    }
+    found
+}
+
 /// Kubernetes' version priority, as `kubectl` orders versions: GA before beta before alpha,
 /// higher numbers first, anything else last by name. kopgen merges versions in this order.
 pub fn priority(version: &str) -> (u8, i64, i64, String) {

@@ -1,0 +1,291 @@
+//! The compiled fallback: what kopgen cannot derive statically (a function it cannot fold, a
+//! hand-written `JsonSchema`, another kube version) it derives the way kube-rs users do by
+//! hand, with a small crdgen program that depends on the user's crate and prints `crd()`.
+//!
+//! The program lives in the crate's target directory (`target/kopgen/crdgen/`), is its own
+//! workspace, starts from the crate's `Cargo.lock` (so it builds against the versions the
+//! operator runs with), and is built with cargo into that same target directory, so only the
+//! user's crate and the small program compile after the first time.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use thiserror::Error;
+
+/// Why the compiled path could not run at all (a kind's own panic is a per-kind result).
+#[derive(Debug, Error)]
+pub enum CompileError {
+    #[error(
+        "{0}: kopgen can only compile kinds of a crate; these sources are not under a Cargo.toml (derive them statically, or move them into a crate)"
+    )]
+    NoCrate(String),
+    #[error("{manifest}: cannot read it: {message}")]
+    Manifest { manifest: PathBuf, message: String },
+    #[error(
+        "{0}: the crate has no library target, so no other program can call its `crd()`; move the API types into `src/lib.rs` (a binary can use them from there)"
+    )]
+    BinaryOnly(PathBuf),
+    #[error(
+        "{file}: kopgen compiles kinds through the crate's library, and this file is not under its `src/`"
+    )]
+    OutsideCrate { file: PathBuf },
+    #[error("cannot run cargo: {0}")]
+    Cargo(String),
+    #[error(
+        "the crate does not compile with kopgen's crdgen program (in {harness}):\n{stderr}\n  help: fix the errors above (`cargo build` shows them too); types the program names must be public and reachable from the crate root"
+    )]
+    Build { harness: PathBuf, stderr: String },
+    #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
+    Run { status: String, stderr: String },
+}
+
+/// The user's crate, as the crdgen program depends on it.
+#[derive(Debug, Clone)]
+pub struct Crate {
+    pub manifest: PathBuf,
+    /// Its library's root directory (`src/`), which module paths are relative to.
+    pub src: PathBuf,
+}
+
+impl Crate {
+    /// The crate of `manifest`; it must have a library target.
+    pub fn open(manifest: &Path) -> Result<Self, CompileError> {
+        let text = std::fs::read_to_string(manifest).map_err(|e| CompileError::Manifest {
+            manifest: manifest.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let toml: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| CompileError::Manifest {
+                    manifest: manifest.to_path_buf(),
+                    message: e.message().to_owned(),
+                })?;
+        let dir = manifest.parent().unwrap_or(Path::new("."));
+        let lib = toml
+            .get("lib")
+            .and_then(|l| l.get("path"))
+            .and_then(toml::Value::as_str)
+            .map_or_else(|| dir.join("src/lib.rs"), |p| dir.join(p));
+        if !lib.is_file() {
+            return Err(CompileError::BinaryOnly(manifest.to_path_buf()));
+        }
+        Ok(Self {
+            manifest: manifest.to_path_buf(),
+            src: lib.parent().unwrap_or(dir).to_path_buf(),
+        })
+    }
+
+    fn dir(&self) -> &Path {
+        self.manifest.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Where cargo builds: `CARGO_TARGET_DIR`, else the crate's (or its workspace's) `target/`.
+    fn target_dir(&self) -> PathBuf {
+        if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+            return PathBuf::from(dir);
+        }
+        let workspace = self
+            .dir()
+            .ancestors()
+            .find(|d| d.join("Cargo.lock").is_file())
+            .unwrap_or(self.dir());
+        workspace.join("target")
+    }
+}
+
+/// One kind to print: the Rust paths of its versions' generated types (`user::api::v1::Blog`),
+/// and its storage version where there are several (they are merged with `merge_crds`).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub types: Vec<String>,
+    pub storage: String,
+}
+
+/// The name the crdgen program gives the user's crate.
+pub const USER_CRATE: &str = "user_crate";
+
+/// Builds and runs the crdgen program for `requests`: per request, the YAML of its CRD as
+/// `serde_yaml::to_string(&crd)` writes it, or the message `crd()` panicked with.
+pub fn crds(
+    krate: &Crate,
+    requests: &[Request],
+) -> Result<Vec<Result<String, String>>, CompileError> {
+    let target = krate.target_dir();
+    // One program per crate: crates that share a target directory (`CARGO_TARGET_DIR`) must
+    // not build or run each other's.
+    let name = format!("kopgen-crdgen-{:016x}", {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        krate.manifest.hash(&mut hasher);
+        hasher.finish()
+    });
+    let harness = target.join("kopgen").join(&name);
+    write_if_changed(&harness.join("Cargo.toml"), &manifest(krate, &name))?;
+    write_if_changed(&harness.join("src/main.rs"), &main_rs(requests))?;
+    // The crate's lock, so the program builds against the versions the operator uses.
+    if let Some(lock) = krate
+        .dir()
+        .ancestors()
+        .map(|d| d.join("Cargo.lock"))
+        .find(|l| l.is_file())
+        && !harness.join("Cargo.lock").is_file()
+    {
+        std::fs::copy(&lock, harness.join("Cargo.lock"))
+            .map_err(|e| CompileError::Cargo(format!("{}: {e}", lock.display())))?;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = Command::new(&cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(harness.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .map_err(|e| CompileError::Cargo(e.to_string()))?;
+    if !build.status.success() {
+        return Err(CompileError::Build {
+            harness,
+            stderr: String::from_utf8_lossy(&build.stderr).trim_end().to_owned(),
+        });
+    }
+    let binary = target
+        .join("debug")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let run = Command::new(&binary)
+        .output()
+        .map_err(|e| CompileError::Cargo(format!("{}: {e}", binary.display())))?;
+    if !run.status.success() {
+        return Err(CompileError::Run {
+            status: run.status.to_string(),
+            stderr: String::from_utf8_lossy(&run.stderr).trim_end().to_owned(),
+        });
+    }
+    Ok(parse_output(
+        &String::from_utf8_lossy(&run.stdout),
+        requests.len(),
+    ))
+}
+
+/// The program's manifest: its own workspace (it sits inside the user's), depending on the
+/// user's crate under a fixed name, on kube-core for `CustomResourceExt` and `merge_crds`, and
+/// on serde_yaml, which writes the CRDs as kopgen and kube-rs users' crdgen programs do.
+fn manifest(krate: &Crate, name: &str) -> String {
+    let package = std::fs::read_to_string(&krate.manifest)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("package")?
+                .get("name")?
+                .as_str()
+                .map(ToOwned::to_owned)
+        })
+        .unwrap_or_default();
+    let path = krate.dir().display().to_string();
+    format!(
+        "# Written by `kopgen manifests` to compile the kinds it cannot derive statically.\n\
+         [package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [workspace]\n\n\
+         [dependencies]\n\
+         {USER_CRATE} = {{ package = {}, path = {} }}\n\
+         kube-core = \"*\"\n\
+         serde_yaml = \"0.9\"\n",
+        toml::Value::String(package),
+        toml::Value::String(path),
+    )
+}
+
+/// The program: for each request a marker line, then the CRD's YAML, or `PANIC` and the
+/// message on one line.
+fn main_rs(requests: &[Request]) -> String {
+    let mut main = String::from(
+        "// Written by `kopgen manifests` to compile the kinds it cannot derive statically.\n\
+         use kube_core::CustomResourceExt as _;\n\n\
+         fn print(yaml: impl FnOnce() -> Result<String, serde_yaml::Error> + std::panic::UnwindSafe) {\n\
+         \x20   println!(\"=== kopgen-crd\");\n\
+         \x20   match std::panic::catch_unwind(yaml) {\n\
+         \x20       Ok(Ok(yaml)) => print!(\"{yaml}\"),\n\
+         \x20       Ok(Err(e)) => println!(\"PANIC {}\", e.to_string().replace('\\n', \" \")),\n\
+         \x20       Err(panic) => {\n\
+         \x20           let message = panic\n\
+         \x20               .downcast_ref::<String>()\n\
+         \x20               .cloned()\n\
+         \x20               .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))\n\
+         \x20               .unwrap_or_default();\n\
+         \x20           println!(\"PANIC {}\", message.replace('\\n', \" \"));\n\
+         \x20       }\n\
+         \x20   }\n\
+         }\n\n\
+         fn main() {\n\
+         \x20   std::panic::set_hook(Box::new(|_| {}));\n",
+    );
+    for request in requests {
+        let crd = match request.types.as_slice() {
+            [one] => format!("{one}::crd()"),
+            many => format!(
+                "kube_core::crd::merge_crds(vec![{}], {:?}).unwrap()",
+                many.iter()
+                    .map(|t| format!("{t}::crd()"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                request.storage
+            ),
+        };
+        main.push_str(&format!("    print(|| serde_yaml::to_string(&{crd}));\n"));
+    }
+    main.push_str("}\n");
+    main
+}
+
+/// The program's output, one result per request.
+fn parse_output(stdout: &str, requests: usize) -> Vec<Result<String, String>> {
+    let mut results: Vec<Result<String, String>> = stdout
+        .split("=== kopgen-crd\n")
+        .skip(1)
+        .map(|section| match section.strip_prefix("PANIC ") {
+            Some(message) => Err(message.trim_end().to_owned()),
+            None => Ok(section.to_owned()),
+        })
+        .collect();
+    results.resize(
+        requests,
+        Err("the crdgen program printed nothing for this kind".into()),
+    );
+    results
+}
+
+fn write_if_changed(path: &Path, contents: &str) -> Result<(), CompileError> {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
+        return Ok(());
+    }
+    let io = |e: std::io::Error| CompileError::Cargo(format!("{}: {e}", path.display()));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(path, contents).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_sections_become_results_in_order() {
+        let out = "=== kopgen-crd\napiVersion: v1\n=== kopgen-crd\nPANIC boom\n";
+        let results = parse_output(out, 3);
+        assert_eq!(results[0].as_deref(), Ok("apiVersion: v1\n"));
+        assert_eq!(results[1], Err("boom".to_owned()));
+        assert!(results[2].is_err());
+    }
+
+    #[test]
+    fn several_versions_are_merged_with_their_storage_version() {
+        let main = main_rs(&[Request {
+            types: vec!["user_crate::v1::Foo".into(), "user_crate::v2::Foo".into()],
+            storage: "v1".into(),
+        }]);
+        assert!(main.contains(
+            "merge_crds(vec![user_crate::v1::Foo::crd(), user_crate::v2::Foo::crd()], \"v1\")"
+        ));
+    }
+}

@@ -1,0 +1,237 @@
+//! `kopgen manifests --derive`: the compiled fallback for what kopgen cannot derive from the
+//! source, and the check of the crate's kube versions.
+
+mod support;
+
+use support::Session;
+
+/// A crate on the versions kopgen reproduces whose `Widget` needs compiling (a `schema_with`
+/// function with statements, an `impl Default` that calls another crate's function), beside a
+/// `Plain` kind kopgen derives from the source.
+const CARGO_TOML: &str = r#"[package]
+name = "fallback-demo"
+version = "0.1.0"
+edition = "2024"
+
+[dependencies]
+kube = { version = "~5.0", default-features = false, features = ["derive"] }
+k8s-openapi = { version = "~0.29", features = ["latest", "schemars"] }
+schemars = "~1.2"
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+serde_yaml = "0.9"
+"#;
+
+const API: &str = r#"use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A widget.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "fb.example.com", version = "v1", kind = "Widget", namespaced)]
+pub struct WidgetSpec {
+    #[schemars(schema_with = "size_schema")]
+    pub size: String,
+    #[serde(default)]
+    pub settings: Settings,
+}
+
+fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = schemars::json_schema!({"type": "string"});
+    schema.insert("pattern".into(), serde_json::json!(format!("^[0-9]+{}$", "Gi")));
+    schema
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]
+pub struct Settings {
+    pub encoded: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            encoded: serde_json::to_string(&[1, 2, 3]).unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "fb.example.com", version = "v1", kind = "Plain")]
+pub struct PlainSpec {
+    pub x: i32,
+}
+"#;
+
+/// Prints each kind's `crd()` as a kube-rs user's crdgen does: the ground truth.
+const CRDGEN: &str = r#"use kube::CustomResourceExt;
+
+fn main() {
+    print!("{}", serde_yaml::to_string(&fallback_demo::api::Widget::crd()).unwrap());
+    print!("---\n{}", serde_yaml::to_string(&fallback_demo::api::Plain::crd()).unwrap());
+}
+"#;
+
+fn fallback_crate(session: &Session) {
+    session.write("demo/Cargo.toml", CARGO_TOML);
+    session.write("demo/src/lib.rs", "pub mod api;\n");
+    session.write("demo/src/api.rs", API);
+    session.write("demo/examples/crdgen.rs", CRDGEN);
+}
+
+/// Runs kopgen in `demo/` with the shared target directory, as a user whose crate builds there.
+fn kopgen_in_demo(session: &Session, args: &[&str]) -> support::Run {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
+        .args(args)
+        .current_dir(session.join("demo"))
+        .env("CARGO_TARGET_DIR", support::shared_target_dir())
+        .output()
+        .expect("kopgen runs");
+    support::Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
+    let session = Session::new();
+    fallback_crate(&session);
+
+    // `static`: a located error at the attribute, and nothing else.
+    let refused = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "static"]);
+    assert_eq!(refused.status, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("src/api.rs:15:4:")
+            && refused
+                .stderr
+                .contains("cannot fold `schema_with = \"size_schema\"` statically")
+            && refused.stderr.contains("--derive=auto"),
+        "{}",
+        refused.stderr
+    );
+
+    // `auto`: the compiled kind is named with its reason; the other is derived statically.
+    let auto = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(auto.status, 0, "{}", auto.stderr);
+    assert!(
+        auto.stderr
+            .contains("note: compiled the crate for Widget.fb.example.com (")
+            && !auto.stderr.contains("Plain.fb.example.com"),
+        "{}",
+        auto.stderr
+    );
+
+    // The bytes are `crd()`'s, as the crate's own crdgen prints them.
+    let crdgen = support::cargo(
+        &session.join("demo"),
+        &["run", "--quiet", "--example", "crdgen"],
+    );
+    assert!(
+        crdgen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crdgen.stderr)
+    );
+    let expected: Vec<String> = String::from_utf8_lossy(&crdgen.stdout)
+        .split("---\n")
+        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
+        .collect();
+    let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
+    // kopgen prints CRDs by file name: plains before widgets.
+    assert_eq!(ours, [expected[1].as_str(), expected[0].as_str()]);
+    assert!(ours[1].contains("pattern: ^[0-9]+Gi$") && ours[1].contains("encoded: '[1,2,3]'"));
+
+    // `compile`: every kind compiled, the same bytes.
+    let compiled = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "compile"]);
+    assert_eq!(compiled.status, 0, "{}", compiled.stderr);
+    assert_eq!(compiled.stdout, auto.stdout);
+    assert_eq!(
+        compiled
+            .stderr
+            .matches("note: compiled the crate for")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_crate_that_does_not_compile_is_a_clear_error() {
+    let session = Session::new();
+    fallback_crate(&session);
+    session.write(
+        "demo/src/api.rs",
+        &format!("{API}\npub fn broken() -> u32 {{ \"not a number\" }}\n"),
+    );
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("the crate does not compile")
+            && run.stderr.contains("mismatched types"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_binary_only_crate_cannot_be_compiled_and_says_so() {
+    let session = Session::new();
+    session.write("demo/Cargo.toml", CARGO_TOML);
+    session.write("demo/src/main.rs", "mod api;\nfn main() {}\n");
+    session.write("demo/src/api.rs", API);
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("the crate has no library target")
+            && run.stderr.contains("move the API types into `src/lib.rs`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn loose_files_are_derived_statically_only() {
+    let session = Session::new();
+    session.write("api.rs", API);
+    let run = session.kopgen(&["manifests", "--stdout", "--paths", "api.rs"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("api.rs:15:4:") && run.stderr.contains("not the library of a crate"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A crate on another kube version: `static` refuses and says why; the versions come from
+/// `Cargo.lock` where there is one, else from `Cargo.toml`.
+#[test]
+fn another_kube_version_is_named() {
+    let session = Session::new();
+    session.write(
+        "demo/Cargo.toml",
+        &CARGO_TOML.replace("version = \"~5.0\"", "version = \"4\""),
+    );
+    session.write("demo/src/lib.rs", "pub mod api;\n");
+    session.write("demo/src/api.rs", API);
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "static"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains(
+            "demo/Cargo.toml: the crate uses kube-derive 4, and kopgen reproduces kube-derive 5.0"
+        ) && run.stderr.contains("use --derive=auto"),
+        "{}",
+        run.stderr
+    );
+    session.write(
+        "demo/Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"schemars\"\nversion = \"0.8.22\"\n",
+    );
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "static"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains(
+            "demo/Cargo.lock: the crate uses schemars 0.8.22, and kopgen reproduces schemars 1.2"
+        ),
+        "{}",
+        run.stderr
+    );
+}
