@@ -1,11 +1,13 @@
 //! Schemas of every k8s-openapi type, taken from the crate itself (feature `latest`).
 //!
-//! Generated from k8s-openapi 0.29's sources: one entry per type that implements
-//! `JsonSchema`, keyed by the type's public path, which is how user code names it.
+//! Generated from k8s-openapi 0.29's sources by `tests/tables.rs` (`KOPGEN_REGENERATE=1 cargo
+//! test --test tables`): one entry per type that implements `JsonSchema`, keyed by the type's
+//! public path, which is how user code names it.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use super::known::SchemaFn;
+/// Produces a type's schema with a generator configured like kube-derive's.
+pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
 /// Produces the serialized `Default::default()` of a k8s-openapi type.
 pub type DefaultFn = fn() -> Option<serde_json::Value>;

@@ -14,8 +14,7 @@ use std::{borrow::Cow, cell::RefCell};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-/// Produces a type's schema with a generator configured like kube-derive's.
-pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+pub use super::k8s_types::SchemaFn;
 
 thread_local! {
     static SLOTS: RefCell<Vec<Vec<Schema>>> = const { RefCell::new(Vec::new()) };
@@ -379,7 +378,7 @@ pub fn leaf(path: &str) -> Option<SchemaFn> {
         "serde_json::Number" | "serde_json::value::Number" => schema_of::<serde_json::Number>,
         // kube's `Duration` (Go's duration syntax), as `kube::core::Duration`.
         "kube_core::Duration" => schema_of::<kube_core::Duration>,
-        _ => return crate::manifests::k8s_types::lookup(path),
+        _ => return super::k8s_types::lookup(path),
     };
     Some(f)
 }

@@ -1,0 +1,227 @@
+//! The generated tables in `src/` are what their generator makes of k8s-openapi's sources (the
+//! version kopgen builds with, feature `latest`, from the cargo registry): this test fails when
+//! they are stale. `KOPGEN_REGENERATE=1 cargo test --test tables` rewrites them.
+
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+};
+
+/// The source directory of the Kubernetes version k8s-openapi's `latest` feature selects.
+fn k8s_openapi_latest() -> PathBuf {
+    let output = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .output()
+        .expect("cargo metadata");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("metadata");
+    let package = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "k8s-openapi")
+        .expect("k8s-openapi is a dependency");
+    let latest = package["features"]["latest"][0]
+        .as_str()
+        .expect("the latest feature names a version");
+    Path::new(package["manifest_path"].as_str().expect("manifest path"))
+        .with_file_name("src")
+        .join(latest)
+}
+
+/// One non-generic type of k8s-openapi, as its sources declare it.
+struct Type {
+    /// Public path, `k8s_openapi::api::core::v1::Container`.
+    path: String,
+    json_schema: bool,
+    default: bool,
+    /// `impl crate::Resource`: (group, version, kind, plural, namespaced).
+    resource: Option<(String, String, String, String, bool)>,
+    /// `impl crate::ListableResource`: the kind has a list endpoint, so a controller can watch it.
+    listable: bool,
+}
+
+/// Every type of the k8s-openapi sources under `root`, sorted by path.
+fn types(root: &Path) -> Vec<Type> {
+    let mut found = Vec::new();
+    for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let entry = entry.expect("walk");
+        let file = entry.path();
+        if file.extension().is_none_or(|e| e != "rs")
+            || file.file_name().is_some_and(|n| n == "mod.rs" || n == "list.rs")
+        {
+            continue;
+        }
+        let module: Vec<String> = file
+            .parent()
+            .expect("parent")
+            .strip_prefix(root)
+            .expect("under root")
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        let parsed = syn::parse_file(&std::fs::read_to_string(file).expect("read")).expect("parse");
+        for item in &parsed.items {
+            let (ident, generics, attrs) = match item {
+                syn::Item::Struct(s) => (&s.ident, &s.generics, &s.attrs),
+                syn::Item::Enum(e) => (&e.ident, &e.generics, &e.attrs),
+                _ => continue,
+            };
+            if !generics.params.is_empty() {
+                continue;
+            }
+            let name = ident.to_string();
+            let derives_default = attrs.iter().any(|a| {
+                a.path().is_ident("derive") && quote::quote!(#a).to_string().contains("Default")
+            });
+            let mut ty = Type {
+                path: format!("k8s_openapi::{}::{name}", module.join("::")),
+                json_schema: false,
+                default: derives_default,
+                resource: None,
+                listable: false,
+            };
+            for item in &parsed.items {
+                let syn::Item::Impl(imp) = item else { continue };
+                let self_ty = &imp.self_ty;
+                if quote::quote!(#self_ty).to_string() != name {
+                    continue;
+                }
+                let Some((_, trait_path, _)) = &imp.trait_ else { continue };
+                let trait_name = quote::quote!(#trait_path).to_string().replace(' ', "");
+                match trait_name.as_str() {
+                    "crate::schemars::JsonSchema" => ty.json_schema = true,
+                    "Default" | "std::default::Default" => ty.default = true,
+                    "crate::Resource" => ty.resource = resource(imp),
+                    "crate::ListableResource" => ty.listable = true,
+                    _ => {}
+                }
+            }
+            found.push(ty);
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+/// The (group, version, kind, plural, namespaced) an `impl crate::Resource` states.
+fn resource(imp: &syn::ItemImpl) -> Option<(String, String, String, String, bool)> {
+    let mut constant = |name: &str| {
+        imp.items.iter().find_map(|item| match item {
+            syn::ImplItem::Const(c) if c.ident == name => match &c.expr {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let (group, version, kind, plural) = (
+        constant("GROUP")?,
+        constant("VERSION")?,
+        constant("KIND")?,
+        constant("URL_PATH_SEGMENT")?,
+    );
+    let namespaced = imp.items.iter().any(|item| {
+        matches!(item, syn::ImplItem::Type(t) if t.ident == "Scope"
+            && quote::quote!(#t).to_string().contains("NamespaceResourceScope"))
+    });
+    Some((group, version, kind, plural, namespaced))
+}
+
+/// `src/manifests/k8s_types.rs`: the schema and default functions of every k8s-openapi type.
+fn k8s_types_rs(types: &[Type]) -> String {
+    let schema: Vec<&Type> = types.iter().filter(|t| t.json_schema).collect();
+    let mut out = String::from(
+        "//! Schemas of every k8s-openapi type, taken from the crate itself (feature `latest`).\n\
+         //!\n\
+         //! Generated from k8s-openapi 0.29's sources by `tests/tables.rs` (`KOPGEN_REGENERATE=1 cargo\n\
+         //! test --test tables`): one entry per type that implements `JsonSchema`, keyed by the type's\n\
+         //! public path, which is how user code names it.\n\n\
+         use schemars::{JsonSchema, Schema, SchemaGenerator};\n\n\
+         /// Produces a type's schema with a generator configured like kube-derive's.\n\
+         pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;\n\n\
+         /// Produces the serialized `Default::default()` of a k8s-openapi type.\n\
+         pub type DefaultFn = fn() -> Option<serde_json::Value>;\n\n\
+         fn default_of<T: Default + serde::Serialize>() -> Option<serde_json::Value> {\n\
+         \x20   serde_json::to_value(T::default()).ok()\n\
+         }\n\n\
+         fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {\n\
+         \x20   generator.subschema_for::<T>()\n\
+         }\n\n",
+    );
+    let _ = write!(
+        out,
+        "/// Number of k8s-openapi types known.\npub const COUNT: usize = {};\n\n\
+         /// The schema function of the k8s-openapi type at `path`\n\
+         /// (e.g. `k8s_openapi::api::core::v1::Container`).\n\
+         pub fn lookup(path: &str) -> Option<SchemaFn> {{\n    let f: SchemaFn = match path {{\n",
+        schema.len()
+    );
+    for t in &schema {
+        let _ = writeln!(out, "        \"{0}\" => schema_of::<{0}>,", t.path);
+    }
+    out.push_str(
+        "        _ => return None,\n    };\n    Some(f)\n}\n\n\
+         /// The serialized `Default::default()` of the k8s-openapi type at `path`, for\n\
+         /// `#[serde(default)]` fields of that type.\n\
+         pub fn default_value(path: &str) -> Option<DefaultFn> {\n    let f: DefaultFn = match path {\n",
+    );
+    for t in schema.iter().filter(|t| t.default) {
+        let _ = writeln!(out, "        \"{0}\" => default_of::<{0}>,", t.path);
+    }
+    out.push_str("        _ => return None,\n    };\n    Some(f)\n}\n");
+    out
+}
+
+/// `src/data/k8s_kinds.tsv`: the built-in kinds `create api --resource=false` scaffolds
+/// controllers for (those with a list endpoint: `ListableResource`).
+fn k8s_kinds_tsv(types: &[Type]) -> String {
+    let mut rows: Vec<String> = types
+        .iter()
+        .filter(|t| t.listable)
+        .filter_map(|t| {
+            let (group, version, kind, plural, namespaced) = t.resource.as_ref()?;
+            Some(format!(
+                "{}\t{version}\t{kind}\t{plural}\t{}\t{}",
+                if group.is_empty() { "core" } else { group },
+                if *namespaced { "namespaced" } else { "cluster" },
+                t.path
+            ))
+        })
+        .collect();
+    rows.sort();
+    format!("# group\tversion\tkind\tplural\tscope\trust_path\n{}\n", rows.join("\n"))
+}
+
+/// Compares `path` with `generated`, or rewrites it under `KOPGEN_REGENERATE=1`.
+fn check(path: &str, generated: &str) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    if std::env::var_os("KOPGEN_REGENERATE").is_some() {
+        std::fs::write(&file, generated).expect("write");
+        return;
+    }
+    let committed = std::fs::read_to_string(&file).expect("read");
+    if committed != generated {
+        let diff = similar::TextDiff::from_lines(committed.as_str(), generated);
+        panic!(
+            "{path} is stale; run `KOPGEN_REGENERATE=1 cargo test --test tables`:\n{}",
+            diff.unified_diff().context_radius(1)
+        );
+    }
+}
+
+#[test]
+fn k8s_types_table_is_generated_from_k8s_openapi() {
+    let types = types(&k8s_openapi_latest());
+    check("src/manifests/k8s_types.rs", &k8s_types_rs(&types));
+}
+
+#[test]
+fn k8s_kinds_table_is_generated_from_k8s_openapi() {
+    let types = types(&k8s_openapi_latest());
+    check("src/data/k8s_kinds.tsv", &k8s_kinds_tsv(&types));
+}
