@@ -9,12 +9,17 @@ use std::{
 
 /// The source directory of the Kubernetes version k8s-openapi's `latest` feature selects.
 fn k8s_openapi_latest() -> PathBuf {
-    let output = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-        .output()
-        .expect("cargo metadata");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["metadata", "--format-version", "1", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .output()
+            .expect("cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("metadata");
     let package = metadata["packages"]
         .as_array()
@@ -49,7 +54,9 @@ fn types(root: &Path) -> Vec<Type> {
         let entry = entry.expect("walk");
         let file = entry.path();
         if file.extension().is_none_or(|e| e != "rs")
-            || file.file_name().is_some_and(|n| n == "mod.rs" || n == "list.rs")
+            || file
+                .file_name()
+                .is_some_and(|n| n == "mod.rs" || n == "list.rs")
         {
             continue;
         }
@@ -88,7 +95,9 @@ fn types(root: &Path) -> Vec<Type> {
                 if quote::quote!(#self_ty).to_string() != name {
                     continue;
                 }
-                let Some((_, trait_path, _)) = &imp.trait_ else { continue };
+                let Some((_, trait_path, _)) = &imp.trait_ else {
+                    continue;
+                };
                 let trait_name = quote::quote!(#trait_path).to_string().replace(' ', "");
                 match trait_name.as_str() {
                     "crate::schemars::JsonSchema" => ty.json_schema = true,
@@ -107,7 +116,7 @@ fn types(root: &Path) -> Vec<Type> {
 
 /// The (group, version, kind, plural, namespaced) an `impl crate::Resource` states.
 fn resource(imp: &syn::ItemImpl) -> Option<(String, String, String, String, bool)> {
-    let mut constant = |name: &str| {
+    let constant = |name: &str| {
         imp.items.iter().find_map(|item| match item {
             syn::ImplItem::Const(c) if c.ident == name => match &c.expr {
                 syn::Expr::Lit(syn::ExprLit {
@@ -132,7 +141,7 @@ fn resource(imp: &syn::ItemImpl) -> Option<(String, String, String, String, bool
     Some((group, version, kind, plural, namespaced))
 }
 
-/// `src/manifests/k8s_types.rs`: the schema and default functions of every k8s-openapi type.
+/// `src/manifests/library/k8s_types.rs`: the schema and default functions of every k8s-openapi type.
 fn k8s_types_rs(types: &[Type]) -> String {
     let schema: Vec<&Type> = types.iter().filter(|t| t.json_schema).collect();
     let mut out = String::from(
@@ -194,7 +203,10 @@ fn k8s_kinds_tsv(types: &[Type]) -> String {
         })
         .collect();
     rows.sort();
-    format!("# group\tversion\tkind\tplural\tscope\trust_path\n{}\n", rows.join("\n"))
+    format!(
+        "# group\tversion\tkind\tplural\tscope\trust_path\n{}\n",
+        rows.join("\n")
+    )
 }
 
 /// Compares `path` with `generated`, or rewrites it under `KOPGEN_REGENERATE=1`.
@@ -217,7 +229,7 @@ fn check(path: &str, generated: &str) {
 #[test]
 fn k8s_types_table_is_generated_from_k8s_openapi() {
     let types = types(&k8s_openapi_latest());
-    check("src/manifests/k8s_types.rs", &k8s_types_rs(&types));
+    check("src/manifests/library/k8s_types.rs", &k8s_types_rs(&types));
 }
 
 #[test]

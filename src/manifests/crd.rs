@@ -2,7 +2,7 @@
 //! schema, the same generator transforms, the same k8s-openapi structs, merged across versions
 //! with kube-core's `merge_crds`, and serialized with serde_yaml.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::collections::BTreeMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
@@ -11,14 +11,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, SelectableField,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use proc_macro2::Span;
 use schemars::Schema;
 use serde_json::{Map, Value, json};
 
 use super::{
-    attrs::KubeAttrs,
     error::SourceError,
     index::{Index, ItemKind},
+    kinds::CustomResource,
     schema::{Builder, Scoped},
 };
 
@@ -42,44 +41,6 @@ impl Spec<'_> {
             Spec::Struct(s) => &s.generics,
             Spec::Enum(e) => &e.generics,
         }
-    }
-}
-
-/// A struct or enum with `#[derive(CustomResource)]`, found in the sources.
-#[derive(Debug, Clone)]
-pub struct CustomResource {
-    pub item: usize,
-    pub attrs: KubeAttrs,
-    pub file: PathBuf,
-    pub span: Span,
-}
-
-impl CustomResource {
-    pub fn group(&self) -> &str {
-        self.attrs.group.as_deref().unwrap_or_default()
-    }
-
-    pub fn kind(&self) -> &str {
-        self.attrs.kind.as_deref().unwrap_or_default()
-    }
-
-    pub fn version(&self) -> &str {
-        self.attrs.version.as_deref().unwrap_or_default()
-    }
-
-    pub fn singular(&self) -> String {
-        self.attrs
-            .singular
-            .clone()
-            .unwrap_or_else(|| self.kind().to_ascii_lowercase())
-    }
-
-    /// kube-derive's plural: explicit, or its rule applied to the singular name.
-    pub fn plural(&self) -> String {
-        self.attrs
-            .plural
-            .clone()
-            .unwrap_or_else(|| crate::names::plural_of(&self.singular()))
     }
 }
 
@@ -443,48 +404,4 @@ fn no_spec_root(
         }
     };
     builder.struct_schema(&cr.file, module, &root, &Default::default())
-}
-
-/// Kubernetes' version priority: GA before beta before alpha, higher numbers first
-/// (`v2`, `v1`, `v1beta2`, `v1beta1`, `v1alpha1`); other names last, alphabetically.
-pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
-    let parse = |rest: &str| -> Option<(u8, i64, i64)> {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let major: i64 = digits.parse().ok()?;
-        let tail = &rest[digits.len()..];
-        if tail.is_empty() {
-            return Some((0, -major, 0));
-        }
-        let (level, minor) = if let Some(m) = tail.strip_prefix("beta") {
-            (1, m)
-        } else if let Some(m) = tail.strip_prefix("alpha") {
-            (2, m)
-        } else {
-            return None;
-        };
-        Some((level, -major, -minor.parse::<i64>().ok()?))
-    };
-    match name.strip_prefix('v').and_then(parse) {
-        Some((level, major, minor)) => (level, major, minor, String::new()),
-        None => (3, 0, 0, name.to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_sort_by_kubernetes_priority() {
-        let mut versions = vec![
-            "v1alpha1", "v1", "v2beta1", "v1beta1", "v2", "foo", "v1beta2",
-        ];
-        versions.sort_by_key(|v| version_priority(v));
-        assert_eq!(
-            versions,
-            [
-                "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"
-            ]
-        );
-    }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
-use super::{error::ManifestError, index::module_of};
+use super::error::ManifestError;
 
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -78,4 +78,27 @@ fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
         module,
         text,
     })
+}
+
+/// The module path of a file inside a crate's `src/` directory, under the crate root `root`
+/// (`crate`): `src/lib.rs` → `crate`, `src/api/mod.rs` → `crate::api`, `src/api/apps.rs` →
+/// `crate::api::apps`.
+pub fn module_of(root: &str, src_root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src_root).unwrap_or(file);
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.strip_suffix(".rs").unwrap_or(&last).to_owned();
+        if !matches!(stem.as_str(), "mod" | "lib" | "main") {
+            parts.push(stem);
+        }
+    }
+    let mut module = String::from(root);
+    for part in parts {
+        module.push_str("::");
+        module.push_str(&part.replace('-', "_"));
+    }
+    module
 }

@@ -63,6 +63,11 @@ impl SourceError {
     }
 }
 
+/// A syn parse error, at its place in `file`.
+pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
+    SourceError::at(file, error.span(), error.to_string())
+}
+
 #[derive(Debug, Error)]
 pub enum ManifestError {
     #[error(transparent)]

@@ -59,13 +59,13 @@ pub struct Index {
     pub items: Vec<IndexedItem>,
     pub modules: HashMap<String, Module>,
     /// Hand-written `impl Default for T { fn default() -> Self { .. } }`, by `T`'s item.
-    default_impls: HashMap<usize, DefaultImpl>,
+    pub(super) default_impls: HashMap<usize, DefaultImpl>,
     /// Associated functions and constants of inherent `impl T { .. }` blocks: (`T`'s item,
     /// name) → item.
-    assoc: HashMap<(usize, String), usize>,
+    pub(super) assoc: HashMap<(usize, String), usize>,
     /// `impl` blocks read but not yet tied to their type: a type's name resolves only once
-    /// every file is in the index.
-    pending_impls: Vec<PendingImpl>,
+    /// every file is in the index (then the `impls` stage ties them).
+    pub(super) pending_impls: Vec<PendingImpl>,
     /// Every `merge_crds(vec![A::crd(), ..], "version")` call in the crate's functions.
     pub merge_calls: Vec<MergeCall>,
 }
@@ -94,11 +94,12 @@ pub struct DefaultImpl {
     pub function: syn::ImplItemFn,
 }
 
+/// An `impl` block as the index reads it; the `impls` stage ties it to its type.
 #[derive(Debug)]
-struct PendingImpl {
-    module: String,
-    file: usize,
-    item: syn::ItemImpl,
+pub struct PendingImpl {
+    pub module: String,
+    pub file: usize,
+    pub item: syn::ItemImpl,
 }
 
 impl Index {
@@ -113,106 +114,10 @@ impl Index {
             }
         }
         if errors.is_empty() {
-            index.link_impls();
             Ok(index)
         } else {
             Err(errors)
         }
-    }
-
-    /// Ties each `impl` block to the item of its type: `impl Default for T` becomes `T`'s
-    /// hand-written default, and an inherent `impl T`'s functions and constants become items
-    /// reached as `T::name` (`Self` in them replaced by `T`'s path).
-    fn link_impls(&mut self) {
-        for PendingImpl {
-            module,
-            file,
-            item: imp,
-        } in std::mem::take(&mut self.pending_impls)
-        {
-            // Generic impls hold items for many types; a spec names one.
-            if !imp.generics.params.is_empty() {
-                continue;
-            }
-            let syn::Type::Path(self_ty) = &*imp.self_ty else {
-                continue;
-            };
-            if self_ty.qself.is_some() {
-                continue;
-            }
-            let segments = super::resolve::path_segments(&self_ty.path);
-            let Some(super::resolve::Resolved::Local(ty)) = self.resolve(&module, &segments) else {
-                continue;
-            };
-            let self_tokens = quote::ToTokens::to_token_stream(&self_ty.path);
-            let trait_name = imp
-                .trait_
-                .as_ref()
-                .and_then(|(_, path, _)| path.segments.last())
-                .map(|s| s.ident.to_string());
-            for impl_item in imp.items {
-                let tokens =
-                    replace_self(quote::ToTokens::to_token_stream(&impl_item), &self_tokens);
-                let Ok(impl_item) = syn::parse2::<syn::ImplItem>(tokens) else {
-                    continue;
-                };
-                match (trait_name.as_deref(), impl_item) {
-                    (Some("Default"), syn::ImplItem::Fn(function))
-                        if function.sig.ident == "default" =>
-                    {
-                        self.default_impls.insert(
-                            ty,
-                            DefaultImpl {
-                                module: module.clone(),
-                                file,
-                                function,
-                            },
-                        );
-                    }
-                    (None, syn::ImplItem::Fn(f)) => {
-                        let kind = ItemKind::Fn(syn::ItemFn {
-                            attrs: f.attrs,
-                            vis: f.vis,
-                            sig: f.sig,
-                            block: Box::new(f.block),
-                        });
-                        self.add_assoc(ty, &module, file, kind);
-                    }
-                    (None, syn::ImplItem::Const(c)) => {
-                        let kind = ItemKind::Const(syn::ItemConst {
-                            attrs: c.attrs,
-                            vis: c.vis,
-                            const_token: c.const_token,
-                            ident: c.ident,
-                            generics: c.generics,
-                            colon_token: c.colon_token,
-                            ty: Box::new(c.ty),
-                            eq_token: c.eq_token,
-                            expr: Box::new(c.expr),
-                            semi_token: c.semi_token,
-                        });
-                        self.add_assoc(ty, &module, file, kind);
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    fn add_assoc(&mut self, ty: usize, module: &str, file: usize, kind: ItemKind) {
-        let name = match &kind {
-            ItemKind::Fn(f) => f.sig.ident.to_string(),
-            ItemKind::Const(c) => c.ident.to_string(),
-            _ => return,
-        };
-        let index = self.items.len();
-        self.items.push(IndexedItem {
-            module: module.to_owned(),
-            name: format!("{}::{name}", self.items[ty].name),
-            file,
-            kind,
-        });
-        self.assoc.insert((ty, name), index);
     }
 
     /// The associated function or constant `name` of the type `ty` (an inherent `impl`).
@@ -479,7 +384,7 @@ impl<'ast> syn::visit::Visit<'ast> for MergeCalls {
             .map(|e| match e {
                 syn::Expr::Call(c) if c.args.is_empty() => match &*c.func {
                     syn::Expr::Path(p) => {
-                        let mut segments = super::resolve::path_segments(&p.path);
+                        let mut segments = super::paths::path_segments(&p.path);
                         (segments.pop().as_deref() == Some("crd") && !segments.is_empty())
                             .then_some(segments)
                     }
@@ -505,34 +410,6 @@ impl<'ast> syn::visit::Visit<'ast> for MergeCalls {
             });
         }
     }
-}
-
-/// `tokens` with every `Self` replaced by `path` (the `Self` token's span kept on the first
-/// token, so errors still point into the `impl`).
-fn replace_self(
-    tokens: proc_macro2::TokenStream,
-    path: &proc_macro2::TokenStream,
-) -> proc_macro2::TokenStream {
-    use proc_macro2::{Group, TokenTree};
-    let mut out = proc_macro2::TokenStream::new();
-    for token in tokens {
-        match token {
-            TokenTree::Ident(ident) if ident == "Self" => {
-                out.extend(path.clone().into_iter().map(|mut t| {
-                    t.set_span(ident.span());
-                    t
-                }));
-            }
-            TokenTree::Group(group) => {
-                let mut replaced =
-                    Group::new(group.delimiter(), replace_self(group.stream(), path));
-                replaced.set_span(group.span());
-                out.extend([TokenTree::Group(replaced)]);
-            }
-            other => out.extend([other]),
-        }
-    }
-    out
 }
 
 /// Makes a `use` path absolute: `crate::`, `self::`, `super::` are resolved against `module`;
@@ -575,29 +452,6 @@ pub fn parse_file(path: &Path, text: &str) -> Result<syn::File, SourceError> {
         SourceError::at(path, e.span(), format!("cannot parse Rust: {e}"))
             .help("kopgen reads the source without compiling it; fix the syntax error (cargo check shows it too)")
     })
-}
-
-/// The module path of a file inside a crate's `src/` directory, under the crate root `root`
-/// (`crate`): `src/lib.rs` → `crate`, `src/api/mod.rs` → `crate::api`, `src/api/apps.rs` →
-/// `crate::api::apps`.
-pub fn module_of(root: &str, src_root: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src_root).unwrap_or(file);
-    let mut parts: Vec<String> = rel
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    if let Some(last) = parts.pop() {
-        let stem = last.strip_suffix(".rs").unwrap_or(&last).to_owned();
-        if !matches!(stem.as_str(), "mod" | "lib" | "main") {
-            parts.push(stem);
-        }
-    }
-    let mut module = String::from(root);
-    for part in parts {
-        module.push_str("::");
-        module.push_str(&part.replace('-', "_"));
-    }
-    module
 }
 
 /// The crate root a module belongs to: its first segment (`crate`, or `crate@<path>` when

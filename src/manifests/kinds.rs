@@ -1,16 +1,55 @@
 //! Finds every `#[derive(CustomResource)]` in the index and groups the versions of each kind,
 //! so that each becomes one CRD or an error at its source, never nothing.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::PathBuf};
+
+use proc_macro2::Span;
 
 use super::{
     attrs,
-    crd::{CustomResource, version_priority},
-    error::SourceError,
+    attrs::KubeAttrs,
+    error::{SourceError, syn_error},
     index::{Index, ItemKind, MergeCall},
     resolve::Resolved,
-    schema::syn_error,
 };
+
+/// A struct or enum with `#[derive(CustomResource)]`, found in the sources.
+#[derive(Debug, Clone)]
+pub struct CustomResource {
+    pub item: usize,
+    pub attrs: KubeAttrs,
+    pub file: PathBuf,
+    pub span: Span,
+}
+
+impl CustomResource {
+    pub fn group(&self) -> &str {
+        self.attrs.group.as_deref().unwrap_or_default()
+    }
+
+    pub fn kind(&self) -> &str {
+        self.attrs.kind.as_deref().unwrap_or_default()
+    }
+
+    pub fn version(&self) -> &str {
+        self.attrs.version.as_deref().unwrap_or_default()
+    }
+
+    pub fn singular(&self) -> String {
+        self.attrs
+            .singular
+            .clone()
+            .unwrap_or_else(|| self.kind().to_ascii_lowercase())
+    }
+
+    /// kube-derive's plural: explicit, or its rule applied to the singular name.
+    pub fn plural(&self) -> String {
+        self.attrs
+            .plural
+            .clone()
+            .unwrap_or_else(|| crate::names::plural_of(&self.singular()))
+    }
+}
 
 /// The versions of one kind (one CRD), in the order they are merged: Kubernetes version
 /// priority, or the order of the crate's `merge_crds` call for the kind.
@@ -258,4 +297,48 @@ fn at(cr: &CustomResource) -> SourceError {
 fn place(cr: &CustomResource) -> String {
     let start = cr.span.start();
     format!("{}:{}:{}", cr.file.display(), start.line, start.column + 1)
+}
+
+/// Kubernetes' version priority: GA before beta before alpha, higher numbers first
+/// (`v2`, `v1`, `v1beta2`, `v1beta1`, `v1alpha1`); other names last, alphabetically.
+pub fn version_priority(name: &str) -> (u8, i64, i64, String) {
+    let parse = |rest: &str| -> Option<(u8, i64, i64)> {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let major: i64 = digits.parse().ok()?;
+        let tail = &rest[digits.len()..];
+        if tail.is_empty() {
+            return Some((0, -major, 0));
+        }
+        let (level, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (2, m)
+        } else {
+            return None;
+        };
+        Some((level, -major, -minor.parse::<i64>().ok()?))
+    };
+    match name.strip_prefix('v').and_then(parse) {
+        Some((level, major, minor)) => (level, major, minor, String::new()),
+        None => (3, 0, 0, name.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut versions = vec![
+            "v1alpha1", "v1", "v2beta1", "v1beta1", "v2", "foo", "v1beta2",
+        ];
+        versions.sort_by_key(|v| version_priority(v));
+        assert_eq!(
+            versions,
+            [
+                "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"
+            ]
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! at generation time, plus warnings for data the API server would prune without a word.
 //!
 //! Findings name the JSON path in the CRD; the CLI maps that path back to the Rust field that
-//! produced it (see [`super::locate`]).
+//! produced it (see the `locate` module).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,

@@ -8,10 +8,11 @@ use syn::{Fields, Type, spanned::Spanned};
 
 use super::{
     attrs,
-    crd::CustomResource,
     index::{Index, ItemKind},
-    known::Generic,
-    resolve::{Resolved, path_segments, type_args},
+    kinds::CustomResource,
+    library::known::Generic,
+    paths::{path_segments, type_args},
+    resolve::Resolved,
 };
 
 /// Where a schema path comes from: the deepest field found, else the custom resource.

@@ -62,7 +62,7 @@ pub struct Transforms {
 
 impl Default for Transforms {
     fn default() -> Self {
-        let mut settings = super::schema::kube_settings();
+        let mut settings = super::settings::kube_settings();
         for transform in &mut settings.transforms {
             if transform.is::<StructuralSchemaRewriter>() {
                 *transform = Box::new(StructuralRewriter);
@@ -370,7 +370,7 @@ mod tests {
             let mut ours = Schema::try_from(case.clone()).expect("schema");
             let ours_result = transforms.apply(&mut ours);
             let mut generator =
-                schemars::SchemaGenerator::new(super::super::schema::kube_settings());
+                schemars::SchemaGenerator::new(super::super::settings::kube_settings());
             let mut theirs = Schema::try_from(case.clone()).expect("schema");
             let theirs_result = crate::manifests::error::catch_panic(|| {
                 for transform in generator.transforms_mut() {

@@ -12,7 +12,10 @@
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use super::known::SchemaFn;
+pub mod k8s_types;
+pub mod known;
+
+use known::SchemaFn;
 
 /// Where schemars' OpenAPI 3 settings put definitions, as a `$ref` names them.
 const DEFINITIONS: &str = "#/components/schemas/";
@@ -24,7 +27,8 @@ pub struct Library {
 
 impl Default for Library {
     fn default() -> Self {
-        let settings = super::schema::kube_settings().with(|s| s.inline_subschemas = false);
+        let settings =
+            crate::manifests::settings::kube_settings().with(|s| s.inline_subschemas = false);
         Self {
             flat: SchemaGenerator::new(settings),
         }
@@ -130,7 +134,7 @@ fn subschemas(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifests::schema::kube_settings;
+    use crate::manifests::settings::kube_settings;
 
     /// The paths a `match` in `source` maps to schema functions (its string patterns).
     fn paths_in(source: &str, from: &str) -> Vec<String> {
@@ -156,13 +160,13 @@ mod tests {
     #[test]
     fn every_library_type_matches_the_inlining_generator() {
         let k8s = paths_in(include_str!("k8s_types.rs"), "pub fn lookup(");
-        assert_eq!(k8s.len(), super::super::k8s_types::COUNT);
+        assert_eq!(k8s.len(), k8s_types::COUNT);
         let std = paths_in(include_str!("known.rs"), "pub fn leaf(");
         assert!(std.len() > 60, "{std:?}");
         let mut library = Library::default();
         let mut inlining = SchemaGenerator::new(kube_settings());
         for path in std.iter().chain(&k8s) {
-            let f = super::super::known::leaf(path).expect(path);
+            let f = super::known::leaf(path).expect(path);
             let expected = f(&mut SchemaGenerator::new(kube_settings()));
             assert_eq!(library.schema(f, &mut inlining), expected, "{path}");
         }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use proc_macro2::Span;
 use syn::{Expr, Pat, Stmt, spanned::Spanned};
 
-use super::{
+use super::fold_expr;
+use crate::manifests::{
     attrs::SchemaOp,
-    defaults::fold_expr,
     index::{Index, ItemKind},
     resolve::Resolved,
 };

@@ -5,7 +5,7 @@
 use kube_core::{ListMerge, MapMerge, Message, Reason, Rule, StructMerge, cel::MergeStrategy};
 use syn::{Expr, ExprLit, Lit};
 
-use super::attrs::expr_to_json;
+use crate::manifests::attrs::expr_to_json;
 
 fn string(expr: &Expr) -> Option<String> {
     match expr {

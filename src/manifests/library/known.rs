@@ -436,7 +436,7 @@ pub fn flatten_schema(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifests::schema::kube_settings;
+    use crate::manifests::settings::kube_settings;
     use k8s_openapi::api::core::v1::Container;
     use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, LinkedList, VecDeque};
 

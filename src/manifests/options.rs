@@ -1,0 +1,29 @@
+//! What a run of `kopgen manifests` is asked to do.
+
+use std::path::PathBuf;
+
+/// What `kopgen manifests` can do beyond `crd()` parity.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Run the structural-schema lint.
+    pub lint: bool,
+    /// controller-gen's `maxDescLen`: truncate descriptions (0 drops them). Departs from `crd()`.
+    pub max_desc_len: Option<usize>,
+    /// How CRDs are derived: from the source, by compiling, or each the first way that works.
+    pub derive: Derive,
+    /// The `Cargo.toml` of the crate the sources are the library of, if any: its versions are
+    /// checked, and it is what the compiled path builds.
+    pub manifest: Option<PathBuf>,
+}
+
+/// How `kopgen manifests` derives a kind's CRD.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Derive {
+    /// Statically where it can, by compiling the crate for the kinds it cannot.
+    #[default]
+    Auto,
+    /// Only statically: what needs compiling is an error (CI jobs without a Rust toolchain).
+    Static,
+    /// Every kind by compiling the crate.
+    Compile,
+}
