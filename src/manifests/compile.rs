@@ -12,34 +12,16 @@ use std::{
     process::Command,
 };
 
-use thiserror::Error;
-
-/// Why the compiled path could not run at all (a kind's own panic is a per-kind result).
-#[derive(Debug, Error)]
-pub enum CompileError {
-    #[error(
-        "{0}: kopgen can only compile kinds of a crate; these sources are not under a Cargo.toml (derive them statically, or move them into a crate)"
-    )]
-    NoCrate(String),
-    #[error("{manifest}: cannot read it: {message}")]
-    Manifest { manifest: PathBuf, message: String },
-    #[error(
-        "{0}: the crate has no library target, so no other program can call its `crd()`; move the API types into `src/lib.rs` (a binary can use them from there)"
-    )]
-    BinaryOnly(PathBuf),
-    #[error(
-        "{file}: kopgen compiles kinds through the crate's library, and this file is not under its `src/`"
-    )]
-    OutsideCrate { file: PathBuf },
-    #[error("cannot run cargo: {0}")]
-    Cargo(String),
-    #[error(
-        "the crate does not compile with kopgen's crdgen program (in {harness}):\n{stderr}\n  help: fix the errors above (`cargo build` shows them too); types the program names must be public and reachable from the crate root"
-    )]
-    Build { harness: PathBuf, stderr: String },
-    #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
-    Run { status: String, stderr: String },
-}
+use super::{
+    derive::KindOutput,
+    error::{CompileError, ManifestError, SourceError},
+    index::Index,
+    kinds::Kind,
+    lint,
+    locate::locate_findings,
+    options::Options,
+    render::{HEADER, Output, Rendered},
+};
 
 /// The user's crate, as the crdgen program depends on it.
 #[derive(Debug, Clone)]
@@ -101,6 +83,120 @@ impl Crate {
 pub struct Request {
     pub types: Vec<String>,
     pub storage: String,
+}
+
+/// The CRDs of `kinds[i]` for each `i` of `wanted`, derived by compiling `krate`: each the
+/// program's YAML, linted and located as a static one is, or the message its `crd()` panicked
+/// with, at the kind's declaration.
+pub fn derive_kinds(
+    index: &Index,
+    kinds: &[Kind],
+    wanted: &[usize],
+    krate: &Crate,
+    options: &Options,
+) -> Result<Vec<KindOutput>, ManifestError> {
+    let requests = wanted
+        .iter()
+        .map(|&i| request(index, &kinds[i], krate))
+        .collect::<Result<Vec<_>, _>>()?;
+    let printed = crds(krate, &requests)?;
+    Ok(wanted
+        .iter()
+        .zip(printed)
+        .map(|(&i, yaml)| {
+            let kind = &kinds[i];
+            match yaml {
+                Ok(yaml) => finish(index, kind, &yaml, options),
+                Err(panic) => Err(vec![
+                    SourceError::at(&kind.versions[0].file, kind.versions[0].span, format!(
+                        "kube-derive's crd() panics for {}: {panic}",
+                        kind.kind
+                    ))
+                    .help("kopgen compiled the crate and ran crd(); fix the type it names (kube-core cannot make a structural schema of it)"),
+                ]),
+            }
+        })
+        .collect())
+}
+
+/// What the crdgen program prints for `kind`: its versions' generated types, as paths from the
+/// crate root, and the storage version they are merged under.
+fn request(index: &Index, kind: &Kind, krate: &Crate) -> Result<Request, ManifestError> {
+    let mut types = Vec::with_capacity(kind.versions.len());
+    for cr in &kind.versions {
+        let item = &index.items[cr.item];
+        let file_module = &index.file_modules[item.file];
+        let inline = item.module.strip_prefix(file_module.as_str()).unwrap_or("");
+        let (Ok(src), Ok(file)) = (
+            std::fs::canonicalize(&krate.src),
+            std::fs::canonicalize(&cr.file),
+        ) else {
+            return Err(CompileError::OutsideCrate {
+                file: cr.file.clone(),
+            }
+            .into());
+        };
+        if !file.starts_with(&src) {
+            return Err(CompileError::OutsideCrate {
+                file: cr.file.clone(),
+            }
+            .into());
+        }
+        let module = super::discover::module_of(USER_CRATE, &src, &file);
+        let root = cr
+            .attrs
+            .root
+            .clone()
+            .unwrap_or_else(|| cr.kind().to_owned());
+        types.push(format!("{module}{inline}::{root}"));
+    }
+    let storage = kind.storage.clone().unwrap_or_else(|| {
+        kind.versions
+            .iter()
+            .find(|cr| cr.attrs.storage.unwrap_or(true))
+            .map(|cr| cr.version().to_owned())
+            .unwrap_or_default()
+    });
+    Ok(Request { types, storage })
+}
+
+/// A compiled kind's CRD as kopgen writes it: the program's YAML, linted, and with
+/// `--max-desc-len` applied.
+fn finish(
+    index: &Index,
+    kind: &Kind,
+    yaml: &str,
+    options: &Options,
+) -> KindOutput {
+    let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
+    let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
+    let contents = match options.max_desc_len {
+        Some(max) => {
+            lint::truncate_descriptions(&mut crd, max);
+            let yaml =
+                serde_yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
+            format!("{HEADER}{yaml}")
+        }
+        None => format!("{HEADER}{yaml}"),
+    };
+    let rendered = Rendered {
+        contents,
+        crd_name: crd.metadata.name.clone().unwrap_or_default(),
+        findings: if options.lint {
+            lint::check(&crd)
+        } else {
+            Vec::new()
+        },
+    };
+    let findings = locate_findings(index, kind, &rendered);
+    Ok((
+        Output {
+            path: PathBuf::from(kind.file_name()),
+            contents: rendered.contents,
+        },
+        findings,
+    ))
 }
 
 /// The name the crdgen program gives the user's crate.

@@ -79,7 +79,7 @@ pub enum ManifestError {
     #[error("{0}")]
     Other(String),
     #[error(transparent)]
-    Compile(#[from] super::compile::CompileError),
+    Compile(#[from] CompileError),
     #[error(
         "{}\n  help: kopgen reproduces kube-derive/kube-core 5.0, schemars 1.2 and k8s-openapi 0.29; use --derive=auto (the default) to compile this crate's CRDs instead, or move the crate to those versions",
         .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
@@ -117,4 +117,31 @@ pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
             .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_else(|| "unknown panic".into())
     })
+}
+
+/// Why the compiled path could not run at all (a kind's own panic is a per-kind result).
+#[derive(Debug, Error)]
+pub enum CompileError {
+    #[error(
+        "{0}: kopgen can only compile kinds of a crate; these sources are not under a Cargo.toml (derive them statically, or move them into a crate)"
+    )]
+    NoCrate(String),
+    #[error("{manifest}: cannot read it: {message}")]
+    Manifest { manifest: PathBuf, message: String },
+    #[error(
+        "{0}: the crate has no library target, so no other program can call its `crd()`; move the API types into `src/lib.rs` (a binary can use them from there)"
+    )]
+    BinaryOnly(PathBuf),
+    #[error(
+        "{file}: kopgen compiles kinds through the crate's library, and this file is not under its `src/`"
+    )]
+    OutsideCrate { file: PathBuf },
+    #[error("cannot run cargo: {0}")]
+    Cargo(String),
+    #[error(
+        "the crate does not compile with kopgen's crdgen program (in {harness}):\n{stderr}\n  help: fix the errors above (`cargo build` shows them too); types the program names must be public and reachable from the crate root"
+    )]
+    Build { harness: PathBuf, stderr: String },
+    #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
+    Run { status: String, stderr: String },
 }

@@ -9,9 +9,11 @@ use syn::{Fields, Type, spanned::Spanned};
 use super::{
     attrs,
     index::{Index, ItemKind},
-    kinds::CustomResource,
+    kinds::{CustomResource, Kind},
     library::known::Generic,
+    lint,
     paths::{path_segments, type_args},
+    render::Rendered,
     resolve::Resolved,
 };
 
@@ -127,4 +129,69 @@ fn field_named(
         }
     }
     None
+}
+
+/// A lint finding located in the Rust source.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub finding: lint::Finding,
+    pub crd: String,
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Located {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.finding.severity {
+            lint::Severity::Error => "error",
+            lint::Severity::Warning => "warning",
+        };
+        write!(
+            f,
+            "{level}[{}]: {}:{}:{}: {} (CRD {} {}, at {})\n  help: {}",
+            self.finding.rule,
+            self.file.display(),
+            self.line,
+            self.column,
+            self.finding.message,
+            self.crd,
+            self.finding.version,
+            if self.finding.path.is_empty() {
+                ".".to_owned()
+            } else {
+                self.finding
+                    .path
+                    .join(".")
+                    .replace(".[", "[")
+                    .replace(".{", "{")
+            },
+            self.finding.fix
+        )
+    }
+}
+
+/// A rendered kind's lint findings, each at the Rust field that produced it.
+pub fn locate_findings(index: &Index, kind: &Kind, rendered: &Rendered) -> Vec<Located> {
+    let mut located = Vec::with_capacity(rendered.findings.len());
+    for finding in &rendered.findings {
+        let Some(cr) = kind
+            .versions
+            .iter()
+            .find(|cr| cr.version() == finding.version)
+            .or_else(|| kind.versions.first())
+        else {
+            continue;
+        };
+        let (file, span) = locate(index, cr, &finding.path);
+        let start = span.start();
+        located.push(Located {
+            crd: rendered.crd_name.clone(),
+            file,
+            line: start.line,
+            column: start.column + 1,
+            finding: finding.clone(),
+        });
+    }
+    located
 }

@@ -1,16 +1,18 @@
-//! `kopgen manifests`: CRDs derived statically from the Rust types.
+//! `kopgen manifests`: the CRDs kube-derive's `crd()` gives, derived from the Rust types.
 //!
 //! One module per stage, data flowing one way: [`discover`] finds the sources, [`index`] parses
-//! them into modules and items, [`kinds`] finds the custom resources and groups their versions,
-//! [`schema`] derives each type's schema as schemars' derive would (with [`resolve`] answering
-//! what a path names, [`known`] and `library` giving library types' schemas, [`defaults`]
-//! folding values statically), [`crd`] assembles one version as `crd()` does, and [`render`]
-//! runs kube-core's transforms, merges the versions with `merge_crds`, lints and writes YAML
-//! with serde_yaml. `docs/ARCHITECTURE.md` walks through the pipeline.
+//! them into modules and items ([`impls`] ties `impl` blocks to their types), [`kinds`] finds
+//! the custom resources and groups their versions, [`derive`] builds each kind from the source
+//! ([`schema`] as schemars' derive would, with [`resolve`] answering what a path names,
+//! [`library`] giving library types' schemas and [`fold`] folding values; [`crd`] assembles a
+//! version as `crd()` does; [`render`] runs kube-core's transforms, merges the versions with
+//! `merge_crds`, and writes YAML with serde_yaml), and [`compile`] derives by compiling the
+//! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
 pub mod compile;
 pub mod crd;
+pub mod derive;
 pub mod discover;
 pub mod error;
 pub mod fold;
@@ -32,6 +34,7 @@ pub mod versions;
 
 use std::path::PathBuf;
 
+pub use locate::Located;
 pub use options::{Derive, Options};
 pub use render::{HEADER, Output};
 
@@ -46,46 +49,6 @@ pub fn generate(paths: &[PathBuf]) -> Result<Vec<Output>, ManifestError> {
 /// Any input gives CRDs or errors, never a panic: the fuzz target feeds it arbitrary bytes.
 pub fn generate_from_sources(sources: &[discover::Source]) -> Result<Vec<Output>, ManifestError> {
     generate_with(sources, &Options::default()).map(|g| g.outputs)
-}
-
-/// A lint finding located in the Rust source.
-#[derive(Debug, Clone)]
-pub struct Located {
-    pub finding: lint::Finding,
-    pub crd: String,
-    pub file: PathBuf,
-    pub line: usize,
-    pub column: usize,
-}
-
-impl std::fmt::Display for Located {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let level = match self.finding.severity {
-            lint::Severity::Error => "error",
-            lint::Severity::Warning => "warning",
-        };
-        write!(
-            f,
-            "{level}[{}]: {}:{}:{}: {} (CRD {} {}, at {})\n  help: {}",
-            self.finding.rule,
-            self.file.display(),
-            self.line,
-            self.column,
-            self.finding.message,
-            self.crd,
-            self.finding.version,
-            if self.finding.path.is_empty() {
-                ".".to_owned()
-            } else {
-                self.finding
-                    .path
-                    .join(".")
-                    .replace(".[", "[")
-                    .replace(".{", "{")
-            },
-            self.finding.fix
-        )
-    }
 }
 
 /// Everything one run produces.
@@ -158,7 +121,7 @@ pub fn generate_with(
 pub struct KindResult {
     pub group: String,
     pub kind: String,
-    pub result: Result<(Output, Vec<Located>), Vec<error::SourceError>>,
+    pub result: derive::KindOutput,
     /// Why the kind was derived by compiling the crate, if it was.
     pub compiled: Option<String>,
 }
@@ -212,7 +175,7 @@ fn derive_each(
                 )
                 .unsupported(),
             ]),
-            None => derive_static(&index, kind, &mut builder, &mut transforms, options),
+            None => derive::derive_kind(&index, kind, &mut builder, &mut transforms, options),
         };
         results.push(KindResult {
             group: kind.group.clone(),
@@ -241,13 +204,8 @@ fn derive_each(
         return Ok(results);
     };
     let krate = compile::Crate::open(manifest)?;
-    let mut requests = Vec::with_capacity(wanted.len());
-    for &i in &wanted {
-        requests.push(compile_request(&index, &kinds[i], &krate)?);
-    }
-    let compiled = compile::crds(&krate, &requests)?;
-    for (&i, yaml) in wanted.iter().zip(compiled) {
-        let kind = &kinds[i];
+    let compiled = compile::derive_kinds(&index, &kinds, &wanted, &krate, options)?;
+    for (&i, result) in wanted.iter().zip(compiled) {
         let reason = match (&compile_all, &results[i].result) {
             (Some(reason), _) => reason.clone(),
             (None, Err(errors)) => errors
@@ -264,154 +222,8 @@ fn derive_each(
                 .unwrap_or_default(),
             (None, Ok(_)) => String::new(),
         };
-        results[i].result = match yaml {
-            Ok(yaml) => finish_compiled(&index, kind, &yaml, options),
-            Err(panic) => Err(vec![
-                error::SourceError::at(&kind.versions[0].file, kind.versions[0].span, format!(
-                    "kube-derive's crd() panics for {}: {panic}",
-                    kind.kind
-                ))
-                .help("kopgen compiled the crate and ran crd(); fix the type it names (kube-core cannot make a structural schema of it)"),
-            ]),
-        };
+        results[i].result = result;
         results[i].compiled = Some(reason);
     }
     Ok(results)
-}
-
-/// A kind derived from the source alone.
-fn derive_static(
-    index: &Index,
-    kind: &kinds::Kind,
-    builder: &mut schema::Builder,
-    transforms: &mut transform::Transforms,
-    options: &Options,
-) -> Result<(Output, Vec<Located>), Vec<error::SourceError>> {
-    let mut derived = Vec::with_capacity(kind.versions.len());
-    let mut errors = Vec::new();
-    for cr in &kind.versions {
-        match crd::single_version_crd(builder, index, cr) {
-            Ok(d) => derived.push(d),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let rendered = render::render(derived, kind.storage.as_deref(), transforms, options)?;
-    let findings = locate_findings(index, kind, &rendered);
-    let output = Output {
-        path: PathBuf::from(kind.file_name()),
-        contents: rendered.contents,
-    };
-    Ok((output, findings))
-}
-
-/// What the crdgen program prints for `kind`: its versions' generated types, as paths from the
-/// crate root, and the storage version they are merged under.
-fn compile_request(
-    index: &Index,
-    kind: &kinds::Kind,
-    krate: &compile::Crate,
-) -> Result<compile::Request, ManifestError> {
-    let mut types = Vec::with_capacity(kind.versions.len());
-    for cr in &kind.versions {
-        let item = &index.items[cr.item];
-        let file_module = &index.file_modules[item.file];
-        let inline = item.module.strip_prefix(file_module.as_str()).unwrap_or("");
-        let (Ok(src), Ok(file)) = (
-            std::fs::canonicalize(&krate.src),
-            std::fs::canonicalize(&cr.file),
-        ) else {
-            return Err(compile::CompileError::OutsideCrate {
-                file: cr.file.clone(),
-            }
-            .into());
-        };
-        if !file.starts_with(&src) {
-            return Err(compile::CompileError::OutsideCrate {
-                file: cr.file.clone(),
-            }
-            .into());
-        }
-        let module = discover::module_of(compile::USER_CRATE, &src, &file);
-        let root = cr
-            .attrs
-            .root
-            .clone()
-            .unwrap_or_else(|| cr.kind().to_owned());
-        types.push(format!("{module}{inline}::{root}"));
-    }
-    let storage = kind.storage.clone().unwrap_or_else(|| {
-        kind.versions
-            .iter()
-            .find(|cr| cr.attrs.storage.unwrap_or(true))
-            .map(|cr| cr.version().to_owned())
-            .unwrap_or_default()
-    });
-    Ok(compile::Request { types, storage })
-}
-
-/// A compiled kind's CRD as kopgen writes it: the program's YAML, linted, and with
-/// `--max-desc-len` applied.
-fn finish_compiled(
-    index: &Index,
-    kind: &kinds::Kind,
-    yaml: &str,
-    options: &Options,
-) -> Result<(Output, Vec<Located>), Vec<error::SourceError>> {
-    let at = || error::SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
-    let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-        serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
-    let contents = match options.max_desc_len {
-        Some(max) => {
-            lint::truncate_descriptions(&mut crd, max);
-            let yaml =
-                serde_yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
-            format!("{HEADER}{yaml}")
-        }
-        None => format!("{HEADER}{yaml}"),
-    };
-    let rendered = render::Rendered {
-        contents,
-        crd_name: crd.metadata.name.clone().unwrap_or_default(),
-        findings: if options.lint {
-            lint::check(&crd)
-        } else {
-            Vec::new()
-        },
-    };
-    let findings = locate_findings(index, kind, &rendered);
-    Ok((
-        Output {
-            path: PathBuf::from(kind.file_name()),
-            contents: rendered.contents,
-        },
-        findings,
-    ))
-}
-
-/// A rendered kind's lint findings, each at the Rust field that produced it.
-fn locate_findings(index: &Index, kind: &kinds::Kind, rendered: &render::Rendered) -> Vec<Located> {
-    let mut located = Vec::with_capacity(rendered.findings.len());
-    for finding in &rendered.findings {
-        let Some(cr) = kind
-            .versions
-            .iter()
-            .find(|cr| cr.version() == finding.version)
-            .or_else(|| kind.versions.first())
-        else {
-            continue;
-        };
-        let (file, span) = locate::locate(index, cr, &finding.path);
-        let start = span.start();
-        located.push(Located {
-            crd: rendered.crd_name.clone(),
-            file,
-            line: start.line,
-            column: start.column + 1,
-            finding: finding.clone(),
-        });
-    }
-    located
 }
