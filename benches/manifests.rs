@@ -247,6 +247,29 @@ fn main() {
         if quick { 1 } else { 20 },
     );
     report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
+    // The fixture corpus beside the kopium round trips of the real-world CRDs, as the parity
+    // tests leave them in their harnesses (`cargo test --test parity` first).
+    let union = union_harness();
+    let union_time = union.as_ref().map(|dir| {
+        let src = dir.join("src/fixtures");
+        let structs = rust_files(&src)
+            .iter()
+            .map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap_or_default()
+                    .matches("pub struct")
+                    .count()
+            })
+            .sum::<usize>();
+        let time = report(
+            "corpus + kopium round trips",
+            &src,
+            structs.max(1),
+            if quick { 1 } else { 20 },
+        );
+        report_processes("corpus + kopium", &src, if quick { 1 } else { 20 });
+        time
+    });
     let sizes: &[usize] = if quick { &[10] } else { &[10, 50, 100, 500] };
     for &kinds in sizes {
         let dir = scratch_root.join(format!("k{kinds}"));
@@ -266,6 +289,15 @@ fn main() {
     }
     if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {
         kube_path(corpus);
+        if let (Some(dir), Some(time)) = (&union, union_time) {
+            let kube = after_field_changes(
+                &dir.join("src/fixtures/basic.rs"),
+                "pub foo: Option<String>,",
+                3,
+                || cargo_run(dir, &[]),
+            );
+            print_speedup("corpus + kopium round trips", kube, time);
+        }
         kube_path_operator(&scratch_root);
         if !quick {
             let kinds = 500;
@@ -391,4 +423,50 @@ fn kube_path(kopgen_time: Duration) {
         cargo_run(&harness, &[])
     });
     print_speedup("fixture corpus", kube, kopgen_time);
+}
+
+/// A crate of the parity harnesses' sources together (the fixture corpus and the kopium round
+/// trips of `../shared/corpus/crds/`), printing every `crd()`: the kube-rs path's crdgen for
+/// both. `None` (with a notice) until `cargo test --test parity` has made the harnesses.
+fn union_harness() -> Option<PathBuf> {
+    let target = shared_target();
+    let parts = ["parity-harness", "realworld-harness"].map(|h| target.with_file_name(h));
+    if parts.iter().any(|h| !h.join("src/fixtures").is_dir()) {
+        println!(
+            "corpus + kopium round trips: run `cargo test --test parity` (with kopium installed) first"
+        );
+        return None;
+    }
+    let union = target.with_file_name("bench-union-harness");
+    let fixtures = union.join("src/fixtures");
+    std::fs::create_dir_all(&fixtures).expect("mkdir");
+    let mut mods = String::new();
+    let mut calls = String::new();
+    for part in &parts {
+        for file in rust_files(&part.join("src/fixtures")) {
+            let name = file
+                .file_stem()
+                .expect("stem")
+                .to_string_lossy()
+                .into_owned();
+            let target_file = fixtures.join(format!("{name}.rs"));
+            let text = std::fs::read_to_string(&file).expect("read");
+            if std::fs::read_to_string(&target_file).ok().as_deref() != Some(text.as_str()) {
+                std::fs::write(&target_file, text).expect("write");
+            }
+            mods.push_str(&format!("pub mod {name};\n"));
+            calls.push_str(&format!("    fixtures::{name}::kopgen_print_crds();\n"));
+        }
+    }
+    let manifest = std::fs::read_to_string(parts[0].join("Cargo.toml"))
+        .expect("harness manifest")
+        .replace("kopgen-parity-harness", "kopgen-bench-union-harness");
+    std::fs::write(union.join("Cargo.toml"), manifest).expect("write");
+    std::fs::write(union.join("src/fixtures.rs"), mods).expect("write");
+    std::fs::write(
+        union.join("src/main.rs"),
+        format!("#![allow(dead_code, unused_imports)]\nmod fixtures;\n\nfn main() {{\n{calls}}}\n"),
+    )
+    .expect("write");
+    Some(union)
 }

@@ -2,10 +2,10 @@
 //! hand-written `JsonSchema`, another kube version) it derives the way kube-rs users do by
 //! hand, with a small crdgen program that depends on the user's crate and prints `crd()`.
 //!
-//! The program lives in the crate's target directory (`target/kopgen/crdgen/`), is its own
-//! workspace, starts from the crate's `Cargo.lock` (so it builds against the versions the
-//! operator runs with), and is built with cargo into that same target directory, so only the
-//! user's crate and the small program compile after the first time.
+//! The program lives in the crate's target directory (`target/kopgen/crdgen-<hash>/`, one per
+//! crate), is its own workspace, starts from the crate's `Cargo.lock` (so it builds against the
+//! versions the operator runs with), and is built with cargo into that same target directory,
+//! so only the user's crate and the small program compile after the first time.
 
 use std::{
     path::{Path, PathBuf},
@@ -162,12 +162,7 @@ fn request(index: &Index, kind: &Kind, krate: &Crate) -> Result<Request, Manifes
 
 /// A compiled kind's CRD as kopgen writes it: the program's YAML, linted, and with
 /// `--max-desc-len` applied.
-fn finish(
-    index: &Index,
-    kind: &Kind,
-    yaml: &str,
-    options: &Options,
-) -> KindOutput {
+fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutput {
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
