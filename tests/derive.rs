@@ -173,6 +173,22 @@ fn a_crate_that_does_not_compile_is_a_clear_error() {
 }
 
 #[test]
+fn a_private_module_is_named_with_what_to_do() {
+    let session = Session::new();
+    fallback_crate(&session);
+    session.write("demo/src/lib.rs", "mod api;\n");
+    session.write("demo/examples/crdgen.rs", "fn main() {}\n");
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("module `api` is private")
+            && run.stderr.contains("must be public and reachable from the crate root"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_binary_only_crate_cannot_be_compiled_and_says_so() {
     let session = Session::new();
     session.write("demo/Cargo.toml", CARGO_TOML);

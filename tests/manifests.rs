@@ -324,6 +324,20 @@ fn errors_point_at_the_rust_source() {
         &format!("{v1}{v2}"),
         &["are both storage versions of E", "storage = false"],
     );
+    // Two kinds that would be one CRD (`foobars.e.example.com`): an error naming both.
+    let kind = |name: &str| {
+        format!(
+            "{derive}#[kube(group = \"e.example.com\", version = \"v1\", kind = \"{name}\")]\npub struct {name}Spec {{ pub x: i32 }}\n"
+        )
+    };
+    assert_error(
+        &format!("{header}{}{}", kind("FooBar"), kind("Foobar")),
+        &[
+            "src/lib.rs:9:12:",
+            "kinds FooBar and Foobar would both be the CRD foobars.e.example.com (the other is at src/lib.rs:6:12)",
+            "help: give one of them another `plural`",
+        ],
+    );
     assert_error(
         &format!(
             "{header}{derive}{kube}pub struct ESpec {{\n    pub x: Mixed,\n}}\n#[derive(JsonSchema)]\npub enum Mixed {{ A, B(String) }}\n"

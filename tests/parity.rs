@@ -45,16 +45,30 @@ fn write_if_changed(path: &Path, contents: &str) {
     }
 }
 
-/// The harness's manifest: the crates whose `crd()` kopgen reproduces pinned to the versions
-/// it reproduces (`~5.0` takes 5.0.x and never 5.1), so a new release cannot move the ground
-/// truth under the test; the rest is what the fixtures use.
+/// The harness's manifest: the crates whose `crd()` kopgen reproduces pinned to exactly the
+/// versions kopgen is built with, so a new release cannot move the ground truth under the
+/// test; the rest is what the fixtures use.
 fn harness_toml(name: &str) -> String {
+    // Exactly the versions kopgen is built with (kube and kube-derive move with kube-core).
+    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock"))
+        .expect("kopgen's Cargo.lock");
     let pin = |krate: &str| {
-        let (_, version) = manifests::versions::REPRODUCED
+        let krate = if krate == "kube-derive" { "kube-core" } else { krate };
+        let entry = lock
+            .split("[[package]]")
+            .find(|p| p.contains(&format!("name = \"{krate}\"\n")))
+            .unwrap_or_else(|| panic!("{krate} in Cargo.lock"));
+        let version = entry
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .expect("version");
+        let (_, reproduced) = manifests::versions::REPRODUCED
             .iter()
             .find(|(k, _)| *k == krate)
-            .expect("reproduced crate");
-        format!("~{version}")
+            .expect("a crate kopgen reproduces");
+        assert!(version.starts_with(reproduced), "{krate} {version}");
+        format!("={version}")
     };
     format!(
         r#"[package]

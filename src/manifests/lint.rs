@@ -5,9 +5,8 @@
 //! produced it (see the `locate` module).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    CustomResourceDefinition, JSON, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
-use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -81,37 +80,19 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Lints a CRD whose versions hold their schemas.
+/// Lints a CRD whose versions hold their schemas, on the typed schemas the CRD is written from.
 pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
-    let schemas: Vec<(String, Value)> = crd
-        .spec
-        .versions
-        .iter()
-        .filter_map(|v| {
-            let schema = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
-            Some((v.name.clone(), serde_json::to_value(schema).ok()?))
-        })
-        .collect();
-    check_with(crd, |version| {
-        schemas
-            .iter()
-            .find(|(name, _)| name == version)
-            .and_then(|(_, schema)| schema.as_object())
-    })
-}
-
-/// Lints a CRD whose versions' schemas `schema_of` gives as JSON, by version name.
-fn check_with<'s>(
-    crd: &CustomResourceDefinition,
-    schema_of: impl Fn(&str) -> Option<&'s Map<String, Value>>,
-) -> Vec<Finding> {
     let mut findings = Vec::new();
     for version in &crd.spec.versions {
         let mut ctx = Ctx {
             version: version.name.clone(),
             findings: &mut findings,
         };
-        let Some(schema) = schema_of(&version.name) else {
+        let Some(schema) = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+        else {
             ctx.push(
                 Severity::Warning,
                 "missing-schema",
@@ -121,10 +102,12 @@ fn check_with<'s>(
             continue;
         };
         ctx.node(schema, &mut Vec::new(), false);
-        if let Some(metadata) = object(schema, "properties").and_then(|p| object(p, "metadata")) {
-            let extra = object(metadata, "properties")
+        if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
+            let extra = metadata
+                .properties
+                .as_ref()
                 .is_some_and(|p| p.keys().any(|k| k != "name" && k != "generateName"));
-            if extra || string(metadata, "type").is_some_and(|t| t != "object") {
+            if extra || metadata.type_.as_deref().is_some_and(|t| t != "object") {
                 ctx.push(
                     Severity::Error,
                     "metadata",
@@ -137,88 +120,27 @@ fn check_with<'s>(
     findings
 }
 
-type Schema = Map<String, Value>;
-
-fn object<'s>(schema: &'s Schema, key: &str) -> Option<&'s Schema> {
-    schema.get(key).and_then(Value::as_object)
+/// Keywords no structural schema may hold, and whether `s` holds each.
+fn forbidden(s: &JSONSchemaProps) -> [(&'static str, bool); 5] {
+    [
+        ("$ref", s.ref_path.is_some()),
+        ("definitions", s.definitions.is_some()),
+        ("patternProperties", s.pattern_properties.is_some()),
+        ("dependencies", s.dependencies.is_some()),
+        ("additionalItems", s.additional_items.is_some()),
+    ]
 }
 
-fn string<'s>(schema: &'s Schema, key: &str) -> Option<&'s str> {
-    schema.get(key).and_then(Value::as_str)
-}
-
-/// Keywords no structural schema may hold.
-const FORBIDDEN: [&str; 5] = [
-    "$ref",
-    "definitions",
-    "patternProperties",
-    "dependencies",
-    "additionalItems",
-];
-
-/// Keywords not allowed inside a value validation (`anyOf`, `oneOf`, `allOf`, `not`).
-const VALUE_VALIDATION: [&str; 5] = [
-    "type",
-    "default",
-    "nullable",
-    "additionalProperties",
-    "description",
-];
-
-/// The keywords of one node that the lint reads, gathered in one pass over its entries: a
-/// node has a handful, and the lint asks about twenty (a lookup each would compare keys a
-/// hundred times per node, on thousands of nodes).
-#[derive(Default)]
-struct Keywords<'s> {
-    ty: Option<&'s Value>,
-    preserve: bool,
-    int_or_string: bool,
-    embedded: bool,
-    forbidden: [bool; 5],
-    value_validation: [bool; 5],
-    properties: Option<&'s Value>,
-    additional: Option<&'s Value>,
-    default: Option<&'s Value>,
-    validations: Option<&'s Value>,
-    list_type: Option<&'s Value>,
-    items: Option<&'s Value>,
-    /// `anyOf`, `oneOf`, `allOf`, in that order.
-    branches: [Option<&'s Value>; 3],
-    not: Option<&'s Value>,
-}
-
-impl<'s> Keywords<'s> {
-    fn of(schema: &'s Schema) -> Self {
-        let mut k = Self::default();
-        for (key, value) in schema {
-            let key = key.as_str();
-            if let Some(i) = FORBIDDEN.iter().position(|f| *f == key) {
-                k.forbidden[i] = true;
-            }
-            if let Some(i) = VALUE_VALIDATION.iter().position(|v| *v == key) {
-                k.value_validation[i] = true;
-            }
-            let is_true = value.as_bool() == Some(true);
-            match key {
-                "type" => k.ty = Some(value),
-                "x-kubernetes-preserve-unknown-fields" => k.preserve = is_true,
-                "x-kubernetes-int-or-string" => k.int_or_string = is_true,
-                "x-kubernetes-embedded-resource" => k.embedded = is_true,
-                "properties" => k.properties = Some(value),
-                "additionalProperties" => k.additional = Some(value),
-                "default" => k.default = Some(value),
-                "x-kubernetes-validations" => k.validations = Some(value),
-                "x-kubernetes-list-type" => k.list_type = Some(value),
-                "items" => k.items = Some(value),
-                "anyOf" => k.branches[0] = Some(value),
-                "oneOf" => k.branches[1] = Some(value),
-                "allOf" => k.branches[2] = Some(value),
-                "not" => k.not = Some(value),
-                _ => {}
-            }
-        }
-        k
-    }
+/// Keywords not allowed inside a value validation (`anyOf`, `oneOf`, `allOf`, `not`), and
+/// whether `s` holds each.
+fn value_validation(s: &JSONSchemaProps) -> [(&'static str, bool); 5] {
+    [
+        ("type", s.type_.is_some()),
+        ("default", s.default.is_some()),
+        ("nullable", s.nullable.is_some()),
+        ("additionalProperties", s.additional_properties.is_some()),
+        ("description", s.description.is_some()),
+    ]
 }
 
 struct Ctx<'a> {
@@ -245,11 +167,10 @@ impl Ctx<'_> {
         });
     }
 
-    fn node(&mut self, s: &Schema, path: &mut Vec<String>, in_value_validation: bool) {
-        let keywords = Keywords::of(s);
-        let preserve = keywords.preserve;
-        let int_or_string = keywords.int_or_string;
-        let ty = keywords.ty.and_then(Value::as_str);
+    fn node(&mut self, s: &JSONSchemaProps, path: &mut Vec<String>, in_value_validation: bool) {
+        let preserve = s.x_kubernetes_preserve_unknown_fields == Some(true);
+        let int_or_string = s.x_kubernetes_int_or_string == Some(true);
+        let ty = s.type_.as_deref();
         if !in_value_validation && ty.is_none() && !preserve && !int_or_string {
             self.push(
                 Severity::Error,
@@ -258,7 +179,7 @@ impl Ctx<'_> {
                 "schema has no type".into(),
             );
         }
-        for (keyword, present) in FORBIDDEN.into_iter().zip(keywords.forbidden) {
+        for (keyword, present) in forbidden(s) {
             if present {
                 self.push(
                     Severity::Error,
@@ -268,8 +189,8 @@ impl Ctx<'_> {
                 );
             }
         }
-        let properties = keywords.properties.and_then(Value::as_object);
-        let additional = keywords.additional;
+        let properties = s.properties.as_ref();
+        let additional = s.additional_properties.as_ref();
         if properties.is_some_and(|p| !p.is_empty()) && additional.is_some() {
             self.push(
                 Severity::Error,
@@ -279,7 +200,7 @@ impl Ctx<'_> {
             );
         }
         if in_value_validation {
-            for (key, present) in VALUE_VALIDATION.into_iter().zip(keywords.value_validation) {
+            for (key, present) in value_validation(s) {
                 if present {
                     self.push(
                         Severity::Error,
@@ -290,7 +211,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        if let (Some(default), Some(ty)) = (keywords.default, ty) {
+        if let (Some(JSON(default)), Some(ty)) = (&s.default, ty) {
             let ok = match ty {
                 "string" => default.is_string() || (int_or_string && default.is_number()),
                 "integer" => {
@@ -311,12 +232,8 @@ impl Ctx<'_> {
                 );
             }
         }
-        let rules = keywords.validations.and_then(Value::as_array);
-        for rule in rules
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r.get("rule")?.as_str())
-        {
+        for rule in s.x_kubernetes_validations.iter().flatten() {
+            let rule = &rule.rule;
             let parsed = super::error::catch_panic(|| {
                 cel_parser::Parser::new()
                     .parse(rule)
@@ -333,14 +250,14 @@ impl Ctx<'_> {
                 );
             }
         }
-        if keywords.list_type.and_then(Value::as_str) == Some("map") {
+        if s.x_kubernetes_list_type.as_deref() == Some("map") {
             self.list_map(s, path);
         }
         if ty == Some("object")
             && !preserve
             && properties.is_none_or(|p| p.is_empty())
             && additional.is_none()
-            && !keywords.embedded
+            && s.x_kubernetes_embedded_resource != Some(true)
         {
             self.push(
                 Severity::Warning,
@@ -350,65 +267,53 @@ impl Ctx<'_> {
             );
         }
         for (name, child) in properties.into_iter().flatten() {
-            if let Some(child) = child.as_object() {
-                path.push(name.clone());
-                self.node(child, path, false);
-                path.pop();
-            }
+            path.push(name.clone());
+            self.node(child, path, false);
+            path.pop();
         }
-        if let Some(child) = additional.and_then(Value::as_object) {
+        if let Some(JSONSchemaPropsOrBool::Schema(child)) = additional {
             path.push("{*}".into());
             self.node(child, path, false);
             path.pop();
         }
-        match keywords.items {
-            Some(Value::Object(child)) => {
+        match &s.items {
+            Some(JSONSchemaPropsOrArray::Schema(child)) => {
                 path.push("[*]".into());
                 self.node(child, path, false);
                 path.pop();
             }
-            Some(Value::Array(children)) => {
+            Some(JSONSchemaPropsOrArray::Schemas(children)) => {
                 self.push(
                     Severity::Error,
                     "forbidden-keyword",
                     path.clone(),
                     "tuple `items` (an array of schemas) is not structural".into(),
                 );
-                for child in children.iter().filter_map(Value::as_object) {
+                for child in children {
                     path.push("[*]".into());
                     self.node(child, path, false);
                     path.pop();
                 }
             }
-            _ => {}
+            None => {}
         }
-        for branch in keywords.branches {
-            let children = branch.and_then(Value::as_array);
-            for child in children.into_iter().flatten().filter_map(Value::as_object) {
+        for branch in [&s.any_of, &s.one_of, &s.all_of] {
+            for child in branch.iter().flatten() {
                 // The API server allows `anyOf: [{type: integer}, {type: string}]` under
                 // int-or-string; nothing else may carry a type inside a value validation.
-                if int_or_string && !child.contains_key("properties") && child.contains_key("type")
-                {
+                if int_or_string && child.properties.is_none() && child.type_.is_some() {
                     continue;
                 }
                 self.node(child, path, true);
             }
         }
-        if let Some(not) = keywords.not.and_then(Value::as_object) {
+        if let Some(not) = &s.not {
             self.node(not, path, true);
         }
     }
 
-    fn list_map(&mut self, s: &Schema, path: &[String]) {
-        let strings = |schema: &Schema, key: &str| -> Vec<String> {
-            let list = schema.get(key).and_then(Value::as_array);
-            list.into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        };
-        let keys = strings(s, "x-kubernetes-list-map-keys");
+    fn list_map(&mut self, s: &JSONSchemaProps, path: &[String]) {
+        let keys = s.x_kubernetes_list_map_keys.clone().unwrap_or_default();
         if keys.is_empty() {
             self.push(
                 Severity::Error,
@@ -418,7 +323,7 @@ impl Ctx<'_> {
             );
             return;
         }
-        let Some(items) = object(s, "items") else {
+        let Some(JSONSchemaPropsOrArray::Schema(items)) = &s.items else {
             self.push(
                 Severity::Error,
                 "list-map-keys",
@@ -427,9 +332,9 @@ impl Ctx<'_> {
             );
             return;
         };
-        let required = strings(items, "required");
+        let required = items.required.as_deref().unwrap_or_default();
         for key in keys {
-            match object(items, "properties").and_then(|p| object(p, &key)) {
+            match items.properties.as_ref().and_then(|p| p.get(&key)) {
                 None => self.push(
                     Severity::Error,
                     "list-map-keys",
@@ -438,7 +343,7 @@ impl Ctx<'_> {
                 ),
                 Some(prop) => {
                     if !matches!(
-                        string(prop, "type"),
+                        prop.type_.as_deref(),
                         Some("string" | "integer" | "boolean" | "number")
                     ) {
                         self.push(
@@ -448,7 +353,7 @@ impl Ctx<'_> {
                             format!("list-map key `{key}` is not a scalar"),
                         );
                     }
-                    if !required.contains(&key) && !prop.contains_key("default") {
+                    if !required.contains(&key) && prop.default.is_none() {
                         self.push(
                             Severity::Error,
                             "list-map-keys",
