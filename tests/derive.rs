@@ -182,7 +182,9 @@ fn a_private_module_is_named_with_what_to_do() {
     assert_eq!(run.status, 1);
     assert!(
         run.stderr.contains("module `api` is private")
-            && run.stderr.contains("must be public and reachable from the crate root"),
+            && run
+                .stderr
+                .contains("must be public and reachable from the crate root"),
         "{}",
         run.stderr
     );

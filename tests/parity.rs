@@ -53,7 +53,11 @@ fn harness_toml(name: &str) -> String {
     let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock"))
         .expect("kopgen's Cargo.lock");
     let pin = |krate: &str| {
-        let krate = if krate == "kube-derive" { "kube-core" } else { krate };
+        let krate = if krate == "kube-derive" {
+            "kube-core"
+        } else {
+            krate
+        };
         let entry = lock
             .split("[[package]]")
             .find(|p| p.contains(&format!("name = \"{krate}\"\n")))
