@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kopgen::manifests::{Options, discover::Source, generate_with};
+use kopgen::manifests::{Derive, Options, discover::Source, generate_with};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,7 +15,13 @@ fuzz_target!(|data: &[u8]| {
         module: "crate".into(),
         text: text.to_owned(),
     }];
-    let options = Options { lint: true, max_desc_len: Some(40) };
+    // Static only: a fuzz input must never start cargo.
+    let options = Options {
+        lint: true,
+        max_desc_len: Some(40),
+        derive: Derive::Static,
+        manifest: None,
+    };
     let _ = generate_with(&sources, &options);
     let _ = kopgen::rbac::parse_markers(Path::new("src/lib.rs"), text);
 });
