@@ -123,10 +123,26 @@ impl ChangeSet {
             .collect()
     }
 
-    /// Writes every change. Each file is staged next to its destination and renamed into place
-    /// only after all of them were staged, so an I/O error part-way leaves the tree untouched.
+    /// Writes every change. Each file is staged next to its destination under a name of its
+    /// own and renamed into place only after all of them were staged, so an I/O error part-way
+    /// (a full disk, a directory where a file goes) leaves the tree as it was. The project
+    /// directory is locked meanwhile, so concurrent runs take turns, and staged files that a
+    /// killed run left behind are removed.
     pub fn write(&self) -> Result<Vec<&Change>, ChangeError> {
         let changes = self.changes();
+        if changes.is_empty() {
+            return Ok(changes);
+        }
+        let _lock = lock(&self.root);
+        for change in &changes {
+            let dest = self.root.join(&change.path);
+            if dest.is_dir() {
+                return Err(ChangeError::Write {
+                    path: dest,
+                    error: io::Error::other("a directory is where this file goes; move it away"),
+                });
+            }
+        }
         let mut created_dirs: Vec<PathBuf> = Vec::new();
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         let result = (|| {
@@ -137,12 +153,11 @@ impl ChangeSet {
                     path: parent.clone(),
                     error,
                 })?;
+                remove_stale_stages(&parent);
                 let stage = staging_path(&dest);
-                fs::write(&stage, &change.contents).map_err(|error| ChangeError::Write {
-                    path: dest.clone(),
-                    error,
-                })?;
-                staged.push((stage, dest));
+                staged.push((stage.clone(), dest.clone()));
+                fs::write(&stage, &change.contents)
+                    .map_err(|error| ChangeError::Write { path: dest, error })?;
             }
             Ok(())
         })();
@@ -165,12 +180,40 @@ impl ChangeSet {
     }
 }
 
+/// The suffix of files staged by [`ChangeSet::write`].
+const STAGE_SUFFIX: &str = ".kopgen-tmp";
+
+/// A name next to `dest` that no other run uses: the process id and a counter.
 fn staging_path(dest: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.kopgen-tmp"))
+    dest.with_file_name(format!(".{name}.{}.{n}{STAGE_SUFFIX}", std::process::id()))
+}
+
+/// Removes what a killed run staged in `dir`: under the project lock no other run is staging.
+fn remove_stale_stages(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(STAGE_SUFFIX) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// An exclusive lock on `root` (the directory itself, so nothing is added to the tree), held
+/// until dropped; where directories cannot be opened or locked, writes go unlocked.
+fn lock(root: &Path) -> Option<fs::File> {
+    let dir = fs::File::open(root).ok()?;
+    dir.lock().ok()?;
+    Some(dir)
 }
 
 /// Creates `dir` and its missing ancestors, remembering each one created so it can be removed again.

@@ -379,6 +379,18 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let crd_files = outputs.len();
     let mut changes = ChangeSet::new(root.clone());
+    // File names are built from names checked against the API server's rules; a name that is
+    // not one plain file name would be a bug, and must not write outside the output directory.
+    if let Some(bad) = outputs.iter().find(|o| {
+        o.path.components().count() != 1
+            || !matches!(o.path.components().next(), Some(std::path::Component::Normal(_)))
+    }) {
+        anyhow::bail!(
+            "kopgen manifests: refusing to write {}: not a file name inside {}",
+            bad.path.display(),
+            display_path(&cwd, &output_dir)
+        );
+    }
     for output in outputs {
         changes.put(output_dir.join(output.path), output.contents);
     }

@@ -50,6 +50,11 @@ pub enum NameError {
         "invalid plural {0:?}: a plural must be a lowercase DNS-1123 label (letters, digits, '-'; e.g. blogs)"
     )]
     Plural(String),
+    #[error(
+        "invalid owner {0:?}: the copyright holder goes into a comment line of every file, so it must be one line of \
+         printable text without control characters, at most 200 characters (e.g. \"Example Corp\")"
+    )]
+    Owner(String),
 }
 
 /// Whether `s` is a DNS-1123 label (RFC 1123, as Kubernetes validates names).
@@ -67,6 +72,15 @@ pub fn is_dns1123_label(s: &str) -> bool {
 /// Whether `s` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+/// The copyright holder written into each file's header comment: one printable line.
+pub fn validate_owner(owner: &str) -> Result<(), NameError> {
+    if owner.chars().count() <= 200 && !owner.chars().any(char::is_control) {
+        Ok(())
+    } else {
+        Err(NameError::Owner(owner.to_owned()))
+    }
 }
 
 pub fn validate_domain(domain: &str) -> Result<(), NameError> {

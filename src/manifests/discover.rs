@@ -46,14 +46,44 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
             });
         }
         let has_lib = root.join("lib.rs").is_file();
-        let mut files: Vec<PathBuf> = WalkDir::new(root)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "rs"))
-            .map(|e| e.into_path())
-            .filter(|p| !(has_lib && (is_under(root, p, "bin") || p == &root.join("main.rs"))))
-            .collect();
+        let boundary = project_dir(root);
+        let mut files: Vec<PathBuf> = Vec::new();
+        // Symlinks are followed (walkdir stops at loops), as long as they stay in the project.
+        for entry in WalkDir::new(root).follow_links(true).sort_by_file_name() {
+            let entry = entry.map_err(|e| {
+                let path = e.path().map(|p| p.display().to_string()).unwrap_or_default();
+                let message = match (e.loop_ancestor(), e.io_error()) {
+                    (Some(ancestor), _) => format!(
+                        "a symlink loop (back to {}); remove the link",
+                        ancestor.display()
+                    ),
+                    (None, Some(io)) if io.kind() == std::io::ErrorKind::NotFound => {
+                        "a symlink to nothing; remove the link or restore its target".into()
+                    }
+                    _ => e.to_string(),
+                };
+                ManifestError::Io { path, message }
+            })?;
+            let path = entry.path();
+            if entry.path_is_symlink() {
+                let target = std::fs::canonicalize(path).ok();
+                if !target.is_some_and(|t| t.starts_with(&boundary)) {
+                    return Err(ManifestError::Io {
+                        path: path.display().to_string(),
+                        message: format!(
+                            "a symlink that leads outside the project ({}); kopgen reads only the project's files",
+                            boundary.display()
+                        ),
+                    });
+                }
+            }
+            if entry.file_type().is_file()
+                && path.extension().is_some_and(|x| x == "rs")
+                && !(has_lib && (is_under(root, path, "bin") || path == root.join("main.rs")))
+            {
+                files.push(entry.into_path());
+            }
+        }
         files.sort();
         for file in files {
             let module = module_of(&label, root, &file);
@@ -61,6 +91,16 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
         }
     }
     Ok(out)
+}
+
+/// The directory a root's symlinks must stay in: its crate's (the nearest `Cargo.toml` above
+/// it), else the root itself.
+fn project_dir(root: &Path) -> PathBuf {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    root.ancestors()
+        .find(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or(&root)
+        .to_path_buf()
 }
 
 fn is_under(root: &Path, path: &Path, dir: &str) -> bool {

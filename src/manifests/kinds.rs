@@ -11,6 +11,7 @@ use super::{
     error::{SourceError, syn_error},
     index::{Index, ItemKind, MergeCall},
     resolve::Resolved,
+    rules,
 };
 
 /// A struct or enum with `#[derive(CustomResource)]`, found in the sources.
@@ -110,6 +111,19 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
                 SourceError::at(&cr.file, cr.span, format!("#[kube(...)] needs `{key}`"))
                     .help(format!("add {key} = \"...\" to #[kube(...)]")),
             );
+            continue;
+        }
+        let broken = rules::check(&cr.attrs, &cr.plural(), &cr.singular());
+        if !broken.is_empty() {
+            let at = attrs::attr_span(attrs, "kube").unwrap_or(cr.span);
+            errors.extend(broken.into_iter().map(|b| {
+                SourceError::at(
+                    &cr.file,
+                    at,
+                    format!("#[kube(...)]: {}; the API server would refuse the CRD", b.message),
+                )
+                .help(b.help)
+            }));
             continue;
         }
         by_kind

@@ -27,6 +27,7 @@ pub mod options;
 pub mod paths;
 pub mod render;
 pub mod resolve;
+pub mod rules;
 pub mod schema;
 pub mod settings;
 pub mod transform;

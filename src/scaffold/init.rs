@@ -61,6 +61,9 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
         return Err(InitError::PathIsFile(root.display().to_string()));
     }
     names::validate_domain(&options.domain)?;
+    if let Some(owner) = &options.owner {
+        names::validate_owner(owner)?;
+    }
     let project_name = match &options.project_name {
         Some(name) => name.clone(),
         None => directory_name(root)?,

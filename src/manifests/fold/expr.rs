@@ -79,8 +79,8 @@ impl Folder<'_> {
         &self,
         file: &Path,
         path: &syn::Path,
-    ) -> Result<CallDepth, SourceError> {
-        CallDepth::enter().ok_or_else(|| {
+    ) -> Result<Depth, SourceError> {
+        Depth::enter(&CALL_DEPTH, MAX_CALL_DEPTH).ok_or_else(|| {
             SourceError::at(
                 file,
                 path.span(),

@@ -199,27 +199,33 @@ fn quote_path(path: &syn::Path) -> String {
 
 thread_local! {
     static CALL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    static TYPE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// One function call being folded; `None` past [`MAX_CALL_DEPTH`].
-struct CallDepth;
+/// One level of folding that user input can nest without end (a function calling itself, a
+/// type alias naming itself), counted per thread while it lasts; `None` past its limit.
+struct Depth(&'static std::thread::LocalKey<std::cell::Cell<u32>>);
 
+/// Function calls a default may go through, as deep as rustc would evaluate short of recursion.
 const MAX_CALL_DEPTH: u32 = 32;
 
-impl CallDepth {
-    fn enter() -> Option<Self> {
-        CALL_DEPTH.with(|depth| {
-            (depth.get() < MAX_CALL_DEPTH).then(|| {
+/// Types a default may nest through (fields, containers, aliases).
+const MAX_TYPE_DEPTH: u32 = 256;
+
+impl Depth {
+    fn enter(counter: &'static std::thread::LocalKey<std::cell::Cell<u32>>, max: u32) -> Option<Self> {
+        counter.with(|depth| {
+            (depth.get() < max).then(|| {
                 depth.set(depth.get() + 1);
-                CallDepth
+                Depth(counter)
             })
         })
     }
 }
 
-impl Drop for CallDepth {
+impl Drop for Depth {
     fn drop(&mut self) {
-        CALL_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        self.0.with(|depth| depth.set(depth.get().saturating_sub(1)));
     }
 }
 

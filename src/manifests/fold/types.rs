@@ -11,6 +11,14 @@ impl Folder<'_> {
         module: &str,
         ty: &Type,
     ) -> Result<Value, SourceError> {
+        let _depth = Depth::enter(&TYPE_DEPTH, MAX_TYPE_DEPTH).ok_or_else(|| {
+            SourceError::at(
+                file,
+                ty.span(),
+                format!("this type nests more than {MAX_TYPE_DEPTH} levels deep"),
+            )
+            .help("a type alias that names itself (`type X = Vec<X>;`) never ends; give the type a struct of its own")
+        })?;
         let unfoldable = || {
             SourceError::at(
                 file,

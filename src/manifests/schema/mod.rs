@@ -46,6 +46,10 @@ pub struct Scoped<'a> {
 /// How many times one generic item may nest inside itself with other arguments.
 const MAX_GENERIC_DEPTH: usize = 16;
 
+/// How deep types may nest (fields, containers, aliases): far beyond any real API, and far
+/// within the derive thread's stack.
+const MAX_TYPE_DEPTH: usize = 256;
+
 pub struct Builder<'a> {
     pub index: &'a Index,
     pub generator: SchemaGenerator,
@@ -59,6 +63,8 @@ pub struct Builder<'a> {
     leaves: SecondUse<String, Schema>,
     /// Library types' schemas, built without schemars' cost of inlining.
     library: Library,
+    /// How deep the type being derived nests (see [`MAX_TYPE_DEPTH`]).
+    depth: usize,
 }
 
 /// Values kept from their second use on, so that the (common) values used once are never
@@ -103,9 +109,36 @@ impl<'a> Builder<'a> {
             cache: SecondUse::new(),
             leaves: SecondUse::new(),
             library: Library::default(),
+            depth: 0,
         }
     }
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
+        self.nested(file, scoped, Self::type_schema_here)
+    }
+
+    /// Runs `f` one level deeper into a type, or fails past [`MAX_TYPE_DEPTH`]: type aliases
+    /// that name themselves (`type X = Vec<X>;`) would otherwise expand without end.
+    fn nested<T>(
+        &mut self,
+        file: &Path,
+        scoped: &Scoped,
+        f: impl FnOnce(&mut Self, &Path, &Scoped) -> Result<T, SourceError>,
+    ) -> Result<T, SourceError> {
+        if self.depth >= MAX_TYPE_DEPTH {
+            return Err(SourceError::at(
+                file,
+                scoped.ty.span(),
+                format!("this type nests more than {MAX_TYPE_DEPTH} levels deep"),
+            )
+            .help("a type alias that names itself (`type X = Vec<X>;`) never ends; give the type a struct of its own"));
+        }
+        self.depth += 1;
+        let result = f(self, file, scoped);
+        self.depth -= 1;
+        result
+    }
+
+    fn type_schema_here(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
         let ty = scoped.ty;
         match ty {
             Type::Paren(p) => self.type_schema(
@@ -391,6 +424,14 @@ impl<'a> Builder<'a> {
     /// generic parameters, aliases, `Box` and the other transparent wrappers). `None` when the
     /// type is not an option.
     fn option_payload_schema(
+        &mut self,
+        file: &Path,
+        scoped: &Scoped,
+    ) -> Result<Option<Schema>, SourceError> {
+        self.nested(file, scoped, Self::option_payload_here)
+    }
+
+    fn option_payload_here(
         &mut self,
         file: &Path,
         scoped: &Scoped,
