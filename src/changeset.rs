@@ -143,6 +143,12 @@ impl ChangeSet {
                 });
             }
         }
+        // What a killed run staged is removed before this run stages anything.
+        let parents: std::collections::BTreeSet<PathBuf> = changes
+            .iter()
+            .filter_map(|c| self.root.join(&c.path).parent().map(Path::to_path_buf))
+            .collect();
+        parents.iter().for_each(|dir| remove_stale_stages(dir));
         let mut created_dirs: Vec<PathBuf> = Vec::new();
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         let result = (|| {
@@ -153,7 +159,6 @@ impl ChangeSet {
                     path: parent.clone(),
                     error,
                 })?;
-                remove_stale_stages(&parent);
                 let stage = staging_path(&dest);
                 staged.push((stage.clone(), dest.clone()));
                 fs::write(&stage, &change.contents)
@@ -248,6 +253,46 @@ mod tests {
         );
         let entries: Vec<_> = fs::read_dir(tmp.path()).expect("read_dir").collect();
         assert_eq!(entries.len(), 1, "only the blocker remains");
+    }
+
+    /// Runs that write at the same moment take turns: every one succeeds, the files are whole,
+    /// and nothing staged is left.
+    #[test]
+    fn concurrent_writes_take_turns() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for round in 0..20 {
+            let barrier = std::sync::Barrier::new(4);
+            std::thread::scope(|scope| {
+                for writer in 0..4 {
+                    let (barrier, root) = (&barrier, tmp.path());
+                    scope.spawn(move || {
+                        let mut set = ChangeSet::new(root);
+                        for file in 0..40 {
+                            set.put(
+                                format!("d{}/f{file}.txt", file % 3),
+                                format!("round {round} writer {writer} file {file}\n").repeat(200),
+                            );
+                        }
+                        barrier.wait();
+                        set.write().expect("every run writes");
+                    });
+                }
+            });
+            for dir in 0..3 {
+                for entry in fs::read_dir(tmp.path().join(format!("d{dir}"))).expect("dir") {
+                    let path = entry.expect("entry").path();
+                    let name = path
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned();
+                    assert!(!name.ends_with(STAGE_SUFFIX), "{name} left behind");
+                    let text = fs::read_to_string(&path).expect("read");
+                    let first = text.lines().next().unwrap_or_default().to_owned();
+                    assert_eq!(text, format!("{first}\n").repeat(200), "{name} is torn");
+                }
+            }
+        }
     }
 
     #[test]

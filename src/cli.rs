@@ -160,6 +160,10 @@ pub struct ManifestsArgs {
     /// compiling is an error); `compile` compiles the crate for every kind.
     #[arg(long, value_enum, default_value_t = DeriveMode::Auto)]
     pub derive: DeriveMode,
+    /// Features to enable beside the crate's default ones, as for cargo (comma-separated or
+    /// repeated): items under a `#[cfg(feature = ..)]` that is off are not API.
+    #[arg(long, value_name = "FEATURES", value_delimiter = ',')]
+    pub features: Vec<String>,
     /// Truncate descriptions to N characters (0 drops them), like controller-gen's maxDescLen.
     /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
     #[arg(long, value_name = "N")]
@@ -305,6 +309,7 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             DeriveMode::Compile => crate::manifests::Derive::Compile,
         },
         manifest,
+        features: args.features.clone(),
     };
     let generated = crate::manifests::generate_with(&sources, &options).map_err(|e| {
         let needs_compiling = matches!(&e, crate::manifests::error::ManifestError::Many(errors)
@@ -383,7 +388,10 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     // not one plain file name would be a bug, and must not write outside the output directory.
     if let Some(bad) = outputs.iter().find(|o| {
         o.path.components().count() != 1
-            || !matches!(o.path.components().next(), Some(std::path::Component::Normal(_)))
+            || !matches!(
+                o.path.components().next(),
+                Some(std::path::Component::Normal(_))
+            )
     }) {
         anyhow::bail!(
             "kopgen manifests: refusing to write {}: not a file name inside {}",

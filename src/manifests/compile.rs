@@ -29,11 +29,13 @@ pub struct Crate {
     pub manifest: PathBuf,
     /// Its library's root directory (`src/`), which module paths are relative to.
     pub src: PathBuf,
+    /// Features the program enables on it, beside its default ones.
+    pub features: Vec<String>,
 }
 
 impl Crate {
-    /// The crate of `manifest`; it must have a library target.
-    pub fn open(manifest: &Path) -> Result<Self, CompileError> {
+    /// The crate of `manifest`, with `features` on; it must have a library target.
+    pub fn open(manifest: &Path, features: &[String]) -> Result<Self, CompileError> {
         let text = std::fs::read_to_string(manifest).map_err(|e| CompileError::Manifest {
             manifest: manifest.to_path_buf(),
             message: e.to_string(),
@@ -56,6 +58,7 @@ impl Crate {
         Ok(Self {
             manifest: manifest.to_path_buf(),
             src: lib.parent().unwrap_or(dir).to_path_buf(),
+            features: features.to_vec(),
         })
     }
 
@@ -278,11 +281,18 @@ fn manifest(krate: &Crate, name: &str) -> String {
          [package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
          [workspace]\n\n\
          [dependencies]\n\
-         {USER_CRATE} = {{ package = {}, path = {} }}\n\
+         {USER_CRATE} = {{ package = {}, path = {}, features = {} }}\n\
          kube-core = \"*\"\n\
          serde_yaml = \"0.9\"\n",
         toml::Value::String(package),
         toml::Value::String(path),
+        toml::Value::Array(
+            krate
+                .features
+                .iter()
+                .map(|f| toml::Value::String(f.clone()))
+                .collect()
+        ),
     )
 }
 

@@ -51,7 +51,10 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
         // Symlinks are followed (walkdir stops at loops), as long as they stay in the project.
         for entry in WalkDir::new(root).follow_links(true).sort_by_file_name() {
             let entry = entry.map_err(|e| {
-                let path = e.path().map(|p| p.display().to_string()).unwrap_or_default();
+                let path = e
+                    .path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
                 let message = match (e.loop_ancestor(), e.io_error()) {
                     (Some(ancestor), _) => format!(
                         "a symlink loop (back to {}); remove the link",

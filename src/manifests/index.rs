@@ -9,7 +9,7 @@ use std::{
 
 use syn::{Item, UseTree};
 
-use super::{discover::Source, error::SourceError};
+use super::{cfg::Cfg, discover::Source, error::SourceError};
 
 /// An item that can carry a schema or be referenced from one.
 #[derive(Debug, Clone)]
@@ -43,14 +43,17 @@ pub struct Module {
     pub globs: Vec<Vec<String>>,
     /// Child modules declared here.
     pub children: Vec<String>,
-    /// Child modules declared `#[cfg(test)] mod name;`, in files of their own: not part of the
-    /// crate `crd()` runs in, so their custom resources are not the operator's.
-    pub test_children: Vec<String>,
+    /// Child modules declared under a false `cfg` (`#[cfg(test)] mod name;`), in files of
+    /// their own: not part of the crate `crd()` runs in, so their custom resources are not the
+    /// operator's.
+    pub excluded_children: Vec<String>,
 }
 
 /// The modules and items of the sources read, all parsed up front.
 #[derive(Debug, Default)]
 pub struct Index {
+    /// The configuration the crate is compiled under: items under a false `cfg` are left out.
+    pub cfg: Cfg,
     pub files: Vec<PathBuf>,
     /// The module each file defines (`crate::api`), by file.
     pub file_modules: Vec<String>,
@@ -104,8 +107,11 @@ pub struct PendingImpl {
 
 impl Index {
     /// Parses every source; every file's syntax error is reported, not just the first.
-    pub fn build(sources: &[Source]) -> Result<Self, Vec<SourceError>> {
-        let mut index = Self::default();
+    pub fn build(sources: &[Source], cfg: Cfg) -> Result<Self, Vec<SourceError>> {
+        let mut index = Self {
+            cfg,
+            ..Self::default()
+        };
         let mut errors = Vec::new();
         for source in sources {
             match parse_file(&source.path, &source.text) {
@@ -131,6 +137,7 @@ impl Index {
         self.files.push(path.to_path_buf());
         self.file_modules.push(module.to_owned());
         let mut calls = MergeCalls {
+            cfg: &self.cfg,
             modules: vec![module.to_owned()],
             file: file_index,
             found: Vec::new(),
@@ -161,13 +168,14 @@ impl Index {
     fn add_items(&mut self, module: &str, items: Vec<Item>, file: usize) {
         self.modules.entry(module.to_owned()).or_default();
         for item in items {
-            // Test-only items are not in the crate `crd()` runs in.
-            if cfg_test(item_attrs(&item)) {
+            // Items under a false `cfg` (tests, other features) are not in the crate `crd()`
+            // runs in.
+            if !self.cfg.enabled(item_attrs(&item)) {
                 if let Item::Mod(m) = &item
                     && m.content.is_none()
                 {
                     self.module_mut(module)
-                        .test_children
+                        .excluded_children
                         .push(m.ident.to_string());
                 }
                 continue;
@@ -215,23 +223,26 @@ impl Index {
         }
     }
 
-    /// Whether `module` is, or is inside, a module declared `#[cfg(test)] mod name;`.
-    pub fn in_test_module(&self, module: &str) -> bool {
-        let mut parent = String::new();
-        for (i, segment) in module.split("::").enumerate() {
-            if i > 0 {
-                if self
-                    .modules
-                    .get(&parent)
-                    .is_some_and(|m| m.test_children.iter().any(|c| c == segment))
-                {
-                    return true;
-                }
-                parent.push_str("::");
+    /// Whether `module` is compiled into the crate: inside no module declared under a false
+    /// `cfg`, and, where the crate root (`lib.rs`) was read, reached from it by `mod`
+    /// declarations (a file no `mod` names is not compiled).
+    pub fn is_compiled(&self, module: &str) -> bool {
+        let root = crate_root(module);
+        let has_root = self.file_modules.iter().any(|m| m == root);
+        let mut parent = root.to_owned();
+        for segment in module.split("::").skip(1) {
+            let Some(declared) = self.modules.get(&parent) else {
+                return !has_root;
+            };
+            if declared.excluded_children.iter().any(|c| c == segment)
+                || (has_root && !declared.children.iter().any(|c| c == segment))
+            {
+                return false;
             }
+            parent.push_str("::");
             parent.push_str(segment);
         }
-        false
+        true
     }
 
     fn module_mut(&mut self, module: &str) -> &mut Module {
@@ -312,38 +323,18 @@ fn item_attrs(item: &Item) -> &[syn::Attribute] {
     }
 }
 
-/// Whether `#[cfg(test)]` (or `#[cfg(all(.., test, ..))]`) removes an item outside tests.
-fn cfg_test(attrs: &[syn::Attribute]) -> bool {
-    fn requires_test(meta: &syn::Meta) -> bool {
-        match meta {
-            syn::Meta::Path(p) => p.is_ident("test"),
-            syn::Meta::List(list) if list.path.is_ident("all") => list
-                .parse_args_with(
-                    syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
-                )
-                .is_ok_and(|metas| metas.iter().any(requires_test)),
-            _ => false,
-        }
-    }
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr
-                .parse_args::<syn::Meta>()
-                .is_ok_and(|meta| requires_test(&meta))
-    })
-}
-
-/// Finds `merge_crds(..)` calls in a file's functions, outside `#[cfg(test)]` code.
-struct MergeCalls {
+/// Finds `merge_crds(..)` calls in a file's functions, outside code under a false `cfg`.
+struct MergeCalls<'c> {
+    cfg: &'c Cfg,
     /// The module being visited, innermost last.
     modules: Vec<String>,
     file: usize,
     found: Vec<MergeCall>,
 }
 
-impl<'ast> syn::visit::Visit<'ast> for MergeCalls {
+impl<'ast> syn::visit::Visit<'ast> for MergeCalls<'_> {
     fn visit_item(&mut self, item: &'ast Item) {
-        if cfg_test(item_attrs(item)) {
+        if !self.cfg.enabled(item_attrs(item)) {
             return;
         }
         if let Item::Mod(m) = item {

@@ -78,7 +78,7 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
     let mut errors = Vec::new();
     let mut by_kind: BTreeMap<(String, String), Vec<CustomResource>> = BTreeMap::new();
     for (i, item) in index.items.iter().enumerate() {
-        if index.in_test_module(&item.module) {
+        if !index.is_compiled(&item.module) {
             continue;
         }
         let (attrs, span) = match &item.kind {
@@ -120,7 +120,10 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
                 SourceError::at(
                     &cr.file,
                     at,
-                    format!("#[kube(...)]: {}; the API server would refuse the CRD", b.message),
+                    format!(
+                        "#[kube(...)]: {}; the API server would refuse the CRD",
+                        b.message
+                    ),
                 )
                 .help(b.help)
             }));

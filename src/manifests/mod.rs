@@ -10,6 +10,7 @@
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
+pub mod cfg;
 pub mod compile;
 pub mod crd;
 pub mod derive;
@@ -149,7 +150,8 @@ fn derive_each(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Vec<KindResult>, ManifestError> {
-    let mut index = Index::build(sources).map_err(ManifestError::Many)?;
+    let cfg = cfg::Cfg::new(options.manifest.as_deref(), &options.features);
+    let mut index = Index::build(sources, cfg).map_err(ManifestError::Many)?;
     impls::link(&mut index);
     let kinds = kinds::find(&index).map_err(ManifestError::Many)?;
     let mismatches = match &options.manifest {
@@ -204,7 +206,7 @@ fn derive_each(
         // Loose files can only be derived statically: their errors say what to write instead.
         return Ok(results);
     };
-    let krate = compile::Crate::open(manifest)?;
+    let krate = compile::Crate::open(manifest, &options.features)?;
     let compiled = compile::derive_kinds(&index, &kinds, &wanted, &krate, options)?;
     for (&i, result) in wanted.iter().zip(compiled) {
         let reason = match (&compile_all, &results[i].result) {

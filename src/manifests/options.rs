@@ -12,8 +12,10 @@ pub struct Options {
     /// How CRDs are derived: from the source, by compiling, or each the first way that works.
     pub derive: Derive,
     /// The `Cargo.toml` of the crate the sources are the library of, if any: its versions are
-    /// checked, and it is what the compiled path builds.
+    /// checked, its default features enabled, and it is what the compiled path builds.
     pub manifest: Option<PathBuf>,
+    /// Features enabled beside the crate's default ones (`--features`), for `#[cfg(feature)]`.
+    pub features: Vec<String>,
 }
 
 /// How `kopgen manifests` derives a kind's CRD.

@@ -90,10 +90,7 @@ pub fn check(attrs: &KubeAttrs, plural: &str, singular: &str) -> Vec<Broken> {
     for column in &attrs.printcolumns {
         if !COLUMN_TYPES.contains(&column.type_.as_str()) {
             push(
-                format!(
-                    "printcolumn {:?} has type {:?}",
-                    column.name, column.type_
-                ),
+                format!("printcolumn {:?} has type {:?}", column.name, column.type_),
                 "a printer column's type_ is one of integer, number, string, boolean, date",
             );
         }
@@ -125,13 +122,21 @@ pub fn check(attrs: &KubeAttrs, plural: &str, singular: &str) -> Vec<Broken> {
     }
     if let Some(scale) = &attrs.scale {
         let paths = [
-            ("spec_replicas_path", Some(&scale.spec_replicas_path), ".spec."),
+            (
+                "spec_replicas_path",
+                Some(&scale.spec_replicas_path),
+                ".spec.",
+            ),
             (
                 "status_replicas_path",
                 Some(&scale.status_replicas_path),
                 ".status.",
             ),
-            ("label_selector_path", scale.label_selector_path.as_ref(), ""),
+            (
+                "label_selector_path",
+                scale.label_selector_path.as_ref(),
+                "",
+            ),
         ];
         for (key, path, prefix) in paths {
             let Some(path) = path else { continue };
@@ -166,7 +171,13 @@ mod tests {
 
     #[test]
     fn names_that_would_leave_the_output_directory_are_refused() {
-        for group in ["../../src/evil", "/etc", "a/b.example.com", "example", "Example.com"] {
+        for group in [
+            "../../src/evil",
+            "/etc",
+            "a/b.example.com",
+            "example",
+            "Example.com",
+        ] {
             assert!(
                 !check(&attrs(group, "v1", "Foo"), "foos", "foo").is_empty(),
                 "{group}"

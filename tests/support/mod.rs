@@ -162,11 +162,19 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Option<Vec<u8>>>) {
             .unwrap_or(&path)
             .to_string_lossy()
             .replace('\\', "/");
-        if path.is_dir() {
-            out.insert(format!("{rel}/"), None);
-            walk(root, &path, out);
-        } else {
-            out.insert(rel, std::fs::read(&path).ok());
+        // Links are recorded as links (never followed: a link may loop), with their target.
+        match entry.file_type() {
+            Ok(t) if t.is_symlink() => {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                out.insert(format!("{rel} -> {}", target.display()), Some(Vec::new()));
+            }
+            Ok(t) if t.is_dir() => {
+                out.insert(format!("{rel}/"), None);
+                walk(root, &path, out);
+            }
+            _ => {
+                out.insert(rel, std::fs::read(&path).ok());
+            }
         }
     }
 }

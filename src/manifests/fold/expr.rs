@@ -75,11 +75,7 @@ impl Folder<'_> {
 
     /// One more call being folded, at `path` in `file`. Functions may call functions: as many
     /// as rustc would evaluate, short of recursion.
-    pub(super) fn enter_call(
-        &self,
-        file: &Path,
-        path: &syn::Path,
-    ) -> Result<Depth, SourceError> {
+    pub(super) fn enter_call(&self, file: &Path, path: &syn::Path) -> Result<Depth, SourceError> {
         Depth::enter(&CALL_DEPTH, MAX_CALL_DEPTH).ok_or_else(|| {
             SourceError::at(
                 file,

@@ -213,7 +213,10 @@ const MAX_CALL_DEPTH: u32 = 32;
 const MAX_TYPE_DEPTH: u32 = 256;
 
 impl Depth {
-    fn enter(counter: &'static std::thread::LocalKey<std::cell::Cell<u32>>, max: u32) -> Option<Self> {
+    fn enter(
+        counter: &'static std::thread::LocalKey<std::cell::Cell<u32>>,
+        max: u32,
+    ) -> Option<Self> {
         counter.with(|depth| {
             (depth.get() < max).then(|| {
                 depth.set(depth.get() + 1);
@@ -225,7 +228,8 @@ impl Depth {
 
 impl Drop for Depth {
     fn drop(&mut self) {
-        self.0.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        self.0
+            .with(|depth| depth.set(depth.get().saturating_sub(1)));
     }
 }
 

@@ -173,7 +173,11 @@ impl Folder<'_> {
                 match &s.fields {
                     Fields::Named(named) => {
                         let mut object = Map::new();
-                        for field in &named.named {
+                        for field in named
+                            .named
+                            .iter()
+                            .filter(|f| self.index.cfg.enabled(&f.attrs))
+                        {
                             let fattrs = attrs::field_attrs(&field.attrs)
                                 .map_err(|e| crate::manifests::error::syn_error(&item_file, e))?;
                             if fattrs.skip_serializing {

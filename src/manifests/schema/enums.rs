@@ -34,7 +34,13 @@ impl Builder<'_> {
         // A variant marked `#[serde(untagged)]` makes schemars list the variants in `anyOf`:
         // they may overlap.
         let mut any_untagged = false;
-        for variant in &item.variants {
+        let cfg = &self.index.cfg;
+        let variants: Vec<&syn::Variant> = item
+            .variants
+            .iter()
+            .filter(|v| cfg.enabled(&v.attrs))
+            .collect();
+        for variant in &variants {
             let vattrs = self.container_attrs(file, module, &variant.attrs)?;
             if vattrs.skip {
                 continue;
@@ -88,14 +94,8 @@ impl Builder<'_> {
             add_container_mutators(&mut schema, &vattrs.meta);
             complex.push(schema);
         }
-        let has_unit = item
-            .variants
-            .iter()
-            .any(|v| matches!(v.fields, Fields::Unit));
-        let has_data = item
-            .variants
-            .iter()
-            .any(|v| !matches!(v.fields, Fields::Unit));
+        let has_unit = variants.iter().any(|v| matches!(v.fields, Fields::Unit));
+        let has_data = variants.iter().any(|v| !matches!(v.fields, Fields::Unit));
         if !cattrs.untagged && has_unit && has_data {
             return Err(SourceError::at(file, item.ident.span(), format!(
                 "enum `{}` mixes unit variants with data variants", item.ident

@@ -167,7 +167,8 @@ impl Builder<'_> {
             },
             _ => None,
         };
-        for field in fields {
+        // A field under a false `cfg` does not exist in the operator's build.
+        for field in fields.filter(|f| self.index.cfg.enabled(&f.attrs)) {
             let kept: Vec<syn::Attribute>;
             let field_attrs = if cattrs.kube_schema {
                 kept = field

@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         max_desc_len: Some(40),
         derive: Derive::Static,
         manifest: None,
+        features: Vec::new(),
     };
     let _ = generate_with(&sources, &options);
     let _ = kopgen::rbac::parse_markers(Path::new("src/lib.rs"), text);

@@ -1,0 +1,139 @@
+//! `#[cfg(...)]` as cargo would evaluate it for the operator's build: items under a false
+//! `cfg` are not in the crate whose `crd()` runs, so they are not API. `test` is false (the
+//! operator is not a test build), features are the crate's default features plus those asked
+//! for with `--features`, and the target is Linux, where operators run.
+
+use std::{collections::BTreeSet, path::Path};
+
+use syn::{Attribute, Meta};
+
+/// The configuration items are compiled under.
+#[derive(Debug, Clone, Default)]
+pub struct Cfg {
+    features: BTreeSet<String>,
+}
+
+impl Cfg {
+    /// The crate of `manifest` (if any) with its default features and `extra` ones, each
+    /// feature with the features it enables.
+    pub fn new(manifest: Option<&Path>, extra: &[String]) -> Self {
+        let table = manifest
+            .and_then(|m| std::fs::read_to_string(m).ok())
+            .and_then(|text| text.parse::<toml::Table>().ok());
+        let declared = table
+            .as_ref()
+            .and_then(|t| t.get("features"))
+            .and_then(toml::Value::as_table);
+        let mut pending: Vec<String> = extra.to_vec();
+        if declared.is_some_and(|d| d.contains_key("default")) {
+            pending.push("default".into());
+        }
+        let mut features = BTreeSet::new();
+        while let Some(feature) = pending.pop() {
+            if !features.insert(feature.clone()) {
+                continue;
+            }
+            let enables = declared
+                .and_then(|d| d.get(&feature))
+                .and_then(toml::Value::as_array);
+            for enabled in enables
+                .into_iter()
+                .flatten()
+                .filter_map(toml::Value::as_str)
+            {
+                // `dep:x` and `x/feature` name dependencies' features, not the crate's.
+                if !enabled.starts_with("dep:") && !enabled.contains('/') {
+                    pending.push(enabled.to_owned());
+                }
+            }
+        }
+        Self { features }
+    }
+
+    /// Whether every `#[cfg(...)]` of `attrs` holds.
+    pub fn enabled(&self, attrs: &[Attribute]) -> bool {
+        attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg"))
+            .all(|a| a.parse_args::<Meta>().is_ok_and(|meta| self.holds(&meta)))
+    }
+
+    fn holds(&self, meta: &Meta) -> bool {
+        match meta {
+            Meta::Path(p) => !(p.is_ident("test") || p.is_ident("windows") || p.is_ident("miri")),
+            Meta::NameValue(nv) => {
+                let value = match &nv.value {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => s.value(),
+                    _ => return false,
+                };
+                let key = nv.path.get_ident().map(ToString::to_string);
+                match key.as_deref() {
+                    Some("feature") => self.features.contains(&value),
+                    Some("target_os") => value == "linux",
+                    Some("target_family") => value == "unix",
+                    _ => true,
+                }
+            }
+            Meta::List(list) => {
+                let Ok(inner) = list.parse_args_with(
+                    syn::punctuated::Punctuated::<Meta, syn::Token![,]>::parse_terminated,
+                ) else {
+                    return false;
+                };
+                if list.path.is_ident("all") {
+                    inner.iter().all(|m| self.holds(m))
+                } else if list.path.is_ident("any") {
+                    inner.iter().any(|m| self.holds(m))
+                } else if list.path.is_ident("not") {
+                    inner.len() == 1 && !inner.iter().all(|m| self.holds(m))
+                } else {
+                    true
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holds(cfg: &Cfg, attr: &str) -> bool {
+        let item: syn::ItemStruct = syn::parse_str(&format!("{attr} struct X;")).expect("item");
+        cfg.enabled(&item.attrs)
+    }
+
+    #[test]
+    fn evaluates_like_the_operators_build() {
+        let cfg = Cfg {
+            features: ["v2".to_owned()].into(),
+        };
+        assert!(!holds(&cfg, "#[cfg(test)]"));
+        assert!(holds(&cfg, "#[cfg(not(test))]"));
+        assert!(!holds(&cfg, "#[cfg(any())]"));
+        assert!(holds(&cfg, "#[cfg(all())]"));
+        assert!(!holds(&cfg, "#[cfg(all(unix, test))]"));
+        assert!(holds(&cfg, "#[cfg(feature = \"v2\")]"));
+        assert!(!holds(&cfg, "#[cfg(feature = \"v3\")]"));
+        assert!(holds(&cfg, "#[cfg(target_os = \"linux\")]"));
+        assert!(!holds(&cfg, "#[cfg(windows)]"));
+        assert!(holds(&cfg, "#[derive(Debug)]"));
+    }
+
+    #[test]
+    fn default_features_are_followed_through_what_they_enable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let manifest = dir.path().join("Cargo.toml");
+        std::fs::write(
+            &manifest,
+            "[package]\nname = \"x\"\n[features]\ndefault = [\"a\"]\na = [\"b\", \"dep:serde\", \"serde/std\"]\nb = []\nc = []\n",
+        )
+        .expect("write");
+        let cfg = Cfg::new(Some(&manifest), &["c".into()]);
+        let enabled: Vec<&str> = cfg.features.iter().map(String::as_str).collect();
+        assert_eq!(enabled, ["a", "b", "c", "default"]);
+    }
+}

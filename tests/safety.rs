@@ -1,0 +1,662 @@
+//! Bad input never harms: no write outside the project, no crash, no silent loss, no
+//! half-written tree. Each row of the table is one bad input, run as a user would, and the
+//! tree must be byte-identical afterwards.
+
+mod support;
+
+use std::{path::Path, process::Command};
+
+use support::{Session, fails_cleanly_in, run_kopgen, tree};
+
+const HEADER: &str =
+    "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n";
+
+/// A custom resource with `#[kube(...)]` keys `kube` and the spec's body `fields`.
+fn kind(kube: &str, fields: &str) -> String {
+    format!(
+        "{HEADER}#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube({kube})]\npub struct FooSpec {{\n{fields}\n}}\n"
+    )
+}
+
+const GOOD: &str = "group = \"a.example.com\", version = \"v1\", kind = \"Foo\"";
+
+/// One bad input: what to write under `src/`, and what the error must say.
+struct Row {
+    what: &'static str,
+    lib: String,
+    needle: &'static str,
+}
+
+fn row(what: &'static str, lib: String, needle: &'static str) -> Row {
+    Row { what, lib, needle }
+}
+
+/// Names and paths the API server refuses, or that would lead out of the output directory.
+fn bad_attributes() -> Vec<Row> {
+    let with = |extra: &str| kind(&format!("{GOOD}, {extra}"), "pub x: i32,");
+    let group = |g: &str| {
+        kind(
+            &format!("group = \"{g}\", version = \"v1\", kind = \"Foo\""),
+            "pub x: i32,",
+        )
+    };
+    vec![
+        row(
+            "group climbing out",
+            group("../../../src/evil"),
+            "group \"../../../src/evil\" is not a DNS-1123 subdomain",
+        ),
+        row(
+            "absolute group",
+            group("/tmp/evil.example.com"),
+            "is not a DNS-1123 subdomain",
+        ),
+        row(
+            "group with a slash",
+            group("a/b.example.com"),
+            "is not a DNS-1123 subdomain",
+        ),
+        row(
+            "group without a dot",
+            group("example"),
+            "with at least one dot",
+        ),
+        row(
+            "uppercase group",
+            group("Example.com"),
+            "is not a DNS-1123 subdomain",
+        ),
+        row(
+            "group too long",
+            group(&format!("{}.example.com", "a".repeat(250))),
+            "is not a DNS-1123 subdomain",
+        ),
+        row(
+            "empty version",
+            kind(
+                "group = \"a.example.com\", version = \"\", kind = \"Foo\"",
+                "pub x: i32,",
+            ),
+            "version \"\" is not a DNS-1035 label",
+        ),
+        row(
+            "uppercase version",
+            kind(
+                "group = \"a.example.com\", version = \"V1\", kind = \"Foo\"",
+                "pub x: i32,",
+            ),
+            "version \"V1\"",
+        ),
+        row(
+            "version with a dot",
+            kind(
+                "group = \"a.example.com\", version = \"v1.2\", kind = \"Foo\"",
+                "pub x: i32,",
+            ),
+            "version \"v1.2\"",
+        ),
+        row(
+            "kind too long",
+            kind(
+                &format!(
+                    "group = \"a.example.com\", version = \"v1\", kind = \"K{}\"",
+                    "a".repeat(63)
+                ),
+                "pub x: i32,",
+            ),
+            "is not a PascalCase name of at most 63",
+        ),
+        row(
+            "lowercase kind",
+            kind(
+                "group = \"a.example.com\", version = \"v1\", kind = \"foo\"",
+                "pub x: i32,",
+            ),
+            "kind \"foo\"",
+        ),
+        row(
+            "plural climbing out",
+            with("plural = \"../foos\""),
+            "plural \"../foos\" is not a DNS-1035 label",
+        ),
+        row(
+            "plural with a slash",
+            with("plural = \"a/b\""),
+            "plural \"a/b\"",
+        ),
+        row(
+            "uppercase plural",
+            with("plural = \"Foos\""),
+            "plural \"Foos\"",
+        ),
+        row(
+            "plural too long",
+            with(&format!("plural = \"{}\"", "f".repeat(64))),
+            "is not a DNS-1035 label",
+        ),
+        row(
+            "singular with a space",
+            with("singular = \"a foo\""),
+            "singular \"a foo\"",
+        ),
+        row(
+            "short name with a dot",
+            with("shortname = \"f.o\""),
+            "short name \"f.o\"",
+        ),
+        row(
+            "category uppercase",
+            with("category = \"All\""),
+            "category \"All\"",
+        ),
+        row(
+            "printcolumn type",
+            with(
+                "printcolumn = r#\"{\"name\":\"X\",\"type\":\"text\",\"jsonPath\":\".spec.x\"}\"#",
+            ),
+            "printcolumn \"X\" has type \"text\"",
+        ),
+        row(
+            "printcolumn format",
+            with(
+                "printcolumn = r#\"{\"name\":\"X\",\"type\":\"string\",\"format\":\"hex\",\"jsonPath\":\".spec.x\"}\"#",
+            ),
+            "has format \"hex\"",
+        ),
+        row(
+            "printcolumn path",
+            with(
+                "printcolumn = r#\"{\"name\":\"X\",\"type\":\"string\",\"jsonPath\":\"spec.x\"}\"#",
+            ),
+            "has json_path \"spec.x\"",
+        ),
+        row(
+            "selectable path",
+            with("selectable = \"spec.x\""),
+            "selectable field \"spec.x\" is not a JSON path",
+        ),
+        row(
+            "scale spec path",
+            with(
+                "status = \"FooStatus\", scale(spec_replicas_path = \".status.n\", status_replicas_path = \".status.n\")",
+            ),
+            "scale spec_replicas_path",
+        ),
+        row(
+            "CRD name too long",
+            kind(
+                &format!(
+                    "group = \"{}.{}.{}.{}.io\", version = \"v1\", kind = \"Foo\", plural = \"{}\"",
+                    "a".repeat(60),
+                    "b".repeat(60),
+                    "c".repeat(60),
+                    "d".repeat(50),
+                    "f".repeat(20)
+                ),
+                "pub x: i32,",
+            ),
+            "is longer than 253 characters",
+        ),
+    ]
+}
+
+/// Inputs that once crashed or looped: now each is an error.
+fn bad_sources() -> Vec<Row> {
+    vec![
+        row(
+            "alias cycle",
+            format!(
+                "{}pub type X = Y;\npub type Y = Vec<X>;\n",
+                kind(GOOD, "pub x: X,")
+            ),
+            "nests more than 256 levels deep",
+        ),
+        row(
+            "alias naming itself",
+            format!("{}pub type X = X;\n", kind(GOOD, "pub x: X,")),
+            "nests more than 256 levels deep",
+        ),
+        row(
+            "generic alias growing",
+            format!(
+                "{}pub type W<T> = Vec<W<T>>;\n",
+                kind(GOOD, "pub x: W<u8>,")
+            ),
+            "nests more than 256 levels deep",
+        ),
+        row(
+            "alias cycle in a default",
+            format!(
+                "{}pub type X = X;\n",
+                kind(GOOD, "#[serde(default)]\npub x: X,")
+            ),
+            "nests more than 256 levels deep",
+        ),
+        row(
+            "kinds colliding",
+            format!(
+                "{}{}",
+                kind(GOOD, "pub x: i32,"),
+                kind(GOOD, "pub x: i32,")
+                    .replace("FooSpec", "FoOSpec")
+                    .replace("kind = \"Foo\"", "kind = \"FoO\"")
+                    .replace(HEADER, "")
+            ),
+            "would both be the CRD foos.a.example.com",
+        ),
+        row("syntax error", "pub struct {".into(), "cannot parse Rust"),
+        row(
+            "missing group",
+            kind("version = \"v1\", kind = \"Foo\"", "pub x: i32,"),
+            "needs `group`",
+        ),
+    ]
+}
+
+#[test]
+fn bad_input_in_the_source_is_an_error_and_changes_nothing() {
+    let rows: Vec<Row> = bad_attributes().into_iter().chain(bad_sources()).collect();
+    assert!(rows.len() >= 30);
+    for row in rows {
+        let session = Session::new();
+        session.write("src/lib.rs", &row.lib);
+        session.write("out/keep.yaml", "kept\n");
+        let stderr = fails_cleanly_in(
+            session.path(),
+            &["manifests", "--paths", "src", "--output-dir", "out"],
+        );
+        assert!(
+            stderr.contains("src/lib.rs:") && stderr.contains(row.needle),
+            "{}: expected {:?} in:\n{stderr}",
+            row.what,
+            row.needle
+        );
+        assert!(
+            !session.join("src/evil_foos.yaml").exists()
+                && !Path::new("/tmp/evil.example.com_foos.yaml").exists()
+        );
+    }
+}
+
+/// Command-line input of every command: the error names the rule, nothing is written.
+#[test]
+fn bad_flags_are_errors_and_change_nothing() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
+                "--owner".into(),
+                "ACME\nInc".into(),
+            ],
+            "invalid owner",
+        ),
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
+                "--owner".into(),
+                "a\u{7}b".into(),
+            ],
+            "invalid owner",
+        ),
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
+                "--domain".into(),
+                format!("{}.com", "a".repeat(250)),
+            ],
+            "invalid domain",
+        ),
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
+                "--domain".into(),
+                "BAD_DOMAIN".into(),
+            ],
+            "invalid domain",
+        ),
+        (
+            vec![
+                "create".into(),
+                "api".into(),
+                "--path".into(),
+                "demo".into(),
+                "--group".into(),
+                "apps".into(),
+                "--version".into(),
+                "v1".into(),
+                "--kind".into(),
+                format!("K{}", "a".repeat(63)),
+            ],
+            "invalid kind",
+        ),
+        (
+            vec![
+                "create".into(),
+                "api".into(),
+                "--path".into(),
+                "demo".into(),
+                "--group".into(),
+                "../x".into(),
+                "--version".into(),
+                "v1".into(),
+                "--kind".into(),
+                "Blog".into(),
+            ],
+            "invalid group",
+        ),
+        (
+            vec![
+                "create".into(),
+                "api".into(),
+                "--path".into(),
+                "demo".into(),
+                "--group".into(),
+                "apps".into(),
+                "--version".into(),
+                "v1".into(),
+                "--kind".into(),
+                "Blog".into(),
+                "--plural".into(),
+                "../blogs".into(),
+            ],
+            "invalid plural",
+        ),
+        (
+            vec![
+                "manifests".into(),
+                "--path".into(),
+                "demo".into(),
+                "--paths".into(),
+                "does-not-exist".into(),
+            ],
+            "no such file or directory",
+        ),
+    ];
+    assert!(project.is_dir());
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let stderr = fails_cleanly_in(session.path(), &args);
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in:\n{stderr}"
+        );
+    }
+}
+
+fn symlink(target: &str, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink");
+}
+
+#[test]
+fn symlinks_are_followed_inside_the_project_and_refused_outside() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n",
+    );
+    session.write("src/lib.rs", "pub mod api;\npub mod more;\n");
+    session.write("shared/api.rs", &kind(GOOD, "pub x: i32,"));
+    session.write(
+        "shared/more/mod.rs",
+        &kind(GOOD, "pub x: i32,").replace("Foo", "Bar"),
+    );
+    symlink("../shared/api.rs", &session.join("src/api.rs"));
+    symlink("../shared/more", &session.join("src/more"));
+    let run = session.kopgen(&[
+        "manifests",
+        "--stdout",
+        "--derive",
+        "static",
+        "--paths",
+        "src",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("name: foos.a.example.com")
+            && run.stdout.contains("name: bars.a.example.com")
+    );
+
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("x.rs"), "pub struct X;\n").expect("write");
+    let cases = [
+        (
+            outside.path().join("x.rs").display().to_string(),
+            "leads outside the project",
+        ),
+        (".".to_owned(), "a symlink loop"),
+        ("nothing.rs".to_owned(), "a symlink to nothing"),
+    ];
+    for (target, needle) in cases {
+        let link = session.join("src/link.rs");
+        symlink(&target, &link);
+        let stderr = fails_cleanly_in(
+            session.path(),
+            &["manifests", "--paths", "src", "--output-dir", "out"],
+        );
+        assert!(
+            stderr.contains("src/link.rs") && stderr.contains(needle),
+            "{target}: {stderr}"
+        );
+        std::fs::remove_file(&link).expect("remove link");
+    }
+}
+
+#[test]
+fn code_that_is_not_compiled_gives_no_crd() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n[features]\ndefault = [\"on\"]\non = []\noff = []\n",
+    );
+    let foo = |name: &str, cfg: &str| {
+        format!(
+            "{cfg}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"{name}\")]\npub struct {name}Spec {{ pub x: i32 }}\n"
+        )
+    };
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}pub mod api;\n#[cfg(test)]\nmod tests;\n{}{}{}{}{}",
+            foo("Never", "#[cfg(any())]"),
+            foo("Test", "#[cfg(test)]"),
+            foo("Off", "#[cfg(feature = \"off\")]"),
+            foo("On", "#[cfg(feature = \"on\")]"),
+            foo("Plain", ""),
+        ),
+    );
+    session.write("src/api.rs", &kind(GOOD, "pub x: i32,"));
+    session.write(
+        "src/tests.rs",
+        &kind(GOOD, "pub x: i32,").replace("Foo", "Tested"),
+    );
+    // Not named by any `mod`: not compiled.
+    session.write(
+        "src/orphan.rs",
+        &kind(GOOD, "pub x: i32,").replace("Foo", "Orphan"),
+    );
+    let names = |args: &[&str]| {
+        let run = session.kopgen(args);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        let mut names: Vec<String> = run
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("    kind: "))
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&["manifests", "--stdout", "--derive", "static"]),
+        ["Foo", "On", "Plain"]
+    );
+    assert_eq!(
+        names(&[
+            "manifests",
+            "--stdout",
+            "--derive",
+            "static",
+            "--features",
+            "off"
+        ]),
+        ["Foo", "Off", "On", "Plain"]
+    );
+}
+
+#[test]
+fn a_directory_where_a_crd_goes_is_an_error_and_leaves_no_trace() {
+    let session = Session::new();
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{}{}",
+            kind(GOOD, "pub x: i32,"),
+            kind(GOOD, "pub x: i32,")
+                .replace("Foo", "Bar")
+                .replace(HEADER, "")
+        ),
+    );
+    std::fs::create_dir_all(session.join("out/a.example.com_foos.yaml")).expect("mkdir");
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("a directory is where this file goes"),
+        "{stderr}"
+    );
+    assert!(
+        !tree(session.path())
+            .keys()
+            .any(|k| k.contains("kopgen-tmp"))
+    );
+}
+
+/// A project with a few CRDs of some size, for runs that race and runs that are killed.
+fn busy_project(session: &Session) {
+    let mut lib = String::from(HEADER);
+    for i in 0..8 {
+        lib.push_str(&format!(
+            "#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"K{i}\")]\npub struct K{i}Spec {{ pub template: k8s_openapi::api::core::v1::PodTemplateSpec }}\n"
+        ));
+    }
+    session.write("src/lib.rs", &lib);
+}
+
+/// Every file below `dir` is complete (the CRDs of a run from scratch), and nothing staged is left.
+fn assert_complete(dir: &Path, expected: &std::collections::BTreeMap<String, Option<Vec<u8>>>) {
+    let found = tree(dir);
+    assert!(
+        !found.keys().any(|k| k.contains("kopgen-tmp")),
+        "staged files left: {:?}",
+        found.keys().collect::<Vec<_>>()
+    );
+    for (path, contents) in &found {
+        if let Some(bytes) = contents {
+            assert_eq!(
+                Some(bytes),
+                expected.get(path).and_then(Option::as_ref),
+                "{path} is torn"
+            );
+        }
+    }
+}
+
+#[test]
+fn concurrent_runs_take_turns() {
+    let session = Session::new();
+    busy_project(&session);
+    let args = [
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "out",
+        "--lint",
+        "off",
+    ];
+    let reference = Session::new();
+    busy_project(&reference);
+    assert_eq!(reference.kopgen(&args).status, 0);
+    let expected = tree(&reference.join("out"));
+    for _ in 0..10 {
+        let _ = std::fs::remove_dir_all(session.join("out"));
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_kopgen"))
+                    .args(args)
+                    .current_dir(session.path())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("kopgen")
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().expect("wait");
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        assert_complete(&session.join("out"), &expected);
+        assert_eq!(tree(&session.join("out")).len(), expected.len());
+    }
+}
+
+#[test]
+fn a_killed_run_leaves_complete_files_and_the_next_run_succeeds() {
+    let session = Session::new();
+    busy_project(&session);
+    let args = [
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "out",
+        "--lint",
+        "off",
+    ];
+    let reference = Session::new();
+    busy_project(&reference);
+    assert_eq!(reference.kopgen(&args).status, 0);
+    let expected = tree(&reference.join("out"));
+    // Delays spread over a run's length (tens of milliseconds), the last well past its end.
+    for delay_ms in [0, 2, 5, 10, 15, 20, 30, 45, 60, 200] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kopgen"))
+            .args(args)
+            .current_dir(session.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("kopgen");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Whatever the killed run left: only whole files (staged ones are cleared next time).
+        let left = tree(&session.join("out"));
+        for (path, contents) in &left {
+            if let (Some(bytes), false) = (contents, path.contains("kopgen-tmp")) {
+                assert_eq!(
+                    Some(bytes),
+                    expected.get(path).and_then(Option::as_ref),
+                    "{path} is torn"
+                );
+            }
+        }
+        let run = run_kopgen(session.path(), &args);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        assert_complete(&session.join("out"), &expected);
+    }
+}
