@@ -229,6 +229,12 @@ fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
     if let Some(parent) = dir.parent() {
         create_dirs(parent, created)?;
     }
+    if fs::symlink_metadata(dir).is_ok() {
+        return Err(io::Error::other(format!(
+            "{} is a file (or a link to nothing) where a directory is needed; move it away",
+            dir.display()
+        )));
+    }
     fs::create_dir(dir)?;
     created.push(dir.to_path_buf());
     Ok(())

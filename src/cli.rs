@@ -325,6 +325,13 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     })?;
     let outputs = generated.outputs;
+    if outputs.is_empty() {
+        let read: Vec<String> = paths.iter().map(|p| display_path(&cwd, p)).collect();
+        eprintln!(
+            "note: no #[derive(CustomResource)] in {}; `kopgen create api` adds a kind",
+            read.join(", ")
+        );
+    }
     let mut blocking = 0;
     let mut report = String::new();
     for compiled in &generated.compiled {

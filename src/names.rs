@@ -39,6 +39,11 @@ pub enum NameError {
     )]
     Kind(String),
     #[error(
+        "invalid kind {0:?}: a kind may have at most 62 characters, so that its plural (one or two more) fits the 63 \
+         characters Kubernetes allows; choose a shorter kind"
+    )]
+    KindTooLong(String),
+    #[error(
         "invalid kind {0:?}: it is a Rust keyword or a name the generated code needs; choose another kind"
     )]
     ReservedKind(String),
@@ -169,8 +174,11 @@ fn is_positive_number(s: &str) -> bool {
 pub fn validate_kind(kind: &str) -> Result<(), NameError> {
     let mut chars = kind.chars();
     let starts_upper = chars.next().is_some_and(|c| c.is_ascii_uppercase());
-    if !starts_upper || !kind.chars().all(|c| c.is_ascii_alphanumeric()) || kind.len() > 63 {
+    if !starts_upper || !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Err(NameError::Kind(kind.to_owned()));
+    }
+    if kind.len() > 62 {
+        return Err(NameError::KindTooLong(kind.to_owned()));
     }
     if is_rust_keyword(kind) || RESERVED_KINDS.contains(&kind) {
         return Err(NameError::ReservedKind(kind.to_owned()));

@@ -99,6 +99,8 @@ impl Project {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         let project: Project = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        // Hand edits must not smuggle a name into paths and manifests that `init` would refuse.
+        crate::names::validate_domain(&project.domain).map_err(|e| e.to_string())?;
         if !project.layout.iter().any(|l| l == LAYOUT) {
             return Err(format!(
                 "layout {:?} is not one this kopgen knows ({LAYOUT})",

@@ -250,6 +250,11 @@ fn bad_sources() -> Vec<Row> {
             kind("version = \"v1\", kind = \"Foo\"", "pub x: i32,"),
             "needs `group`",
         ),
+        row(
+            "module file missing",
+            format!("mod missing;\n{}", kind(GOOD, "pub x: i32,")),
+            "file not found for module `missing`",
+        ),
     ]
 }
 
@@ -278,11 +283,69 @@ fn bad_input_in_the_source_is_an_error_and_changes_nothing() {
     }
 }
 
+/// Files kopgen cannot read as Rust, and output paths it cannot write: errors that say where
+/// and why, with nothing written.
+#[test]
+fn unreadable_sources_and_blocked_outputs_are_errors() {
+    let session = Session::new();
+    session.write("src/lib.rs", &kind(GOOD, "pub x: i32,"));
+    std::fs::write(session.join("src/bad.rs"), b"pub struct A;\n// caf\xe9\n").expect("write");
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("src/bad.rs:2:7: the file is not UTF-8"),
+        "{stderr}"
+    );
+    std::fs::remove_file(session.join("src/bad.rs")).expect("remove");
+
+    session.write("src/huge.rs", &format!("// {}\n", "x".repeat(9 << 20)));
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("src/huge.rs") && stderr.contains("over kopgen's limit"),
+        "{stderr}"
+    );
+    std::fs::remove_file(session.join("src/huge.rs")).expect("remove");
+
+    session.write("out", "a file\n");
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("is a file (or a link to nothing) where a directory is needed"),
+        "{stderr}"
+    );
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out/crds"],
+    );
+    assert!(
+        stderr.contains("is a file (or a link to nothing) where a directory is needed"),
+        "{stderr}"
+    );
+
+    session.write("empty/lib.rs", "pub struct Nothing;\n");
+    let run = session.kopgen(&["manifests", "--paths", "empty", "--stdout"]);
+    assert_eq!(run.status, 0);
+    assert!(
+        run.stderr
+            .contains("note: no #[derive(CustomResource)] in empty"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Command-line input of every command: the error names the rule, nothing is written.
 #[test]
 fn bad_flags_are_errors_and_change_nothing() {
     let session = Session::new();
     let project = session.init_demo(&[]);
+    support::create_api_ok(&project, support::BLOG);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             vec![
@@ -381,8 +444,68 @@ fn bad_flags_are_errors_and_change_nothing() {
             ],
             "no such file or directory",
         ),
+        (
+            create(&["--kind", &format!("K{}", "a".repeat(62))]),
+            "at most 62 characters",
+        ),
+        (
+            create(&["--kind", "BLOG"]),
+            "differs only in case from Kind=Blog",
+        ),
+        (
+            create(&["--kind", "BLOG", "--force"]),
+            "differs only in case from Kind=Blog",
+        ),
+        (
+            create(&["--kind", "Blogs", "--plural", "blogs"]),
+            "would be the CRD blogs.apps.example.com, which Kind=Blog already is",
+        ),
+        (
+            create(&["--kind", "Post", "--version", "v1.0"]),
+            "invalid version",
+        ),
+        (
+            create(&["--kind", "Post", "--group", "Apps"]),
+            "invalid group",
+        ),
+        (
+            create(&["--kind", "Post", "--plural", "Posts"]),
+            "invalid plural",
+        ),
+        (create(&["--kind", "Self"]), "invalid kind"),
+        (
+            create(&["--kind", "Post", "--resource=false", "--controller=false"]),
+            "nothing to scaffold",
+        ),
     ];
     assert!(project.is_dir());
+    // A hand edit of PROJECT that `init` would have refused.
+    let project_file = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
+    std::fs::write(
+        project.join("PROJECT"),
+        project_file.replace("domain: example.com", "domain: BAD_DOMAIN"),
+    )
+    .expect("write");
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &[
+            "create",
+            "api",
+            "--path",
+            "demo",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Site",
+        ],
+    );
+    assert!(
+        stderr.contains("PROJECT") && stderr.contains("invalid domain \"BAD_DOMAIN\""),
+        "{stderr}"
+    );
+    std::fs::write(project.join("PROJECT"), project_file).expect("restore");
     for (args, needle) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let stderr = fails_cleanly_in(session.path(), &args);
@@ -391,6 +514,21 @@ fn bad_flags_are_errors_and_change_nothing() {
             "{args:?}: expected {needle:?} in:\n{stderr}"
         );
     }
+}
+
+/// `create api` in `demo` with the group and version of [`support::BLOG`] unless `args` say.
+fn create(args: &[&str]) -> Vec<String> {
+    let mut all: Vec<String> = ["create", "api", "--path", "demo"]
+        .map(String::from)
+        .to_vec();
+    if !args.contains(&"--group") {
+        all.extend(["--group", "apps"].map(String::from));
+    }
+    if !args.contains(&"--version") {
+        all.extend(["--version", "v1alpha1"].map(String::from));
+    }
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    all
 }
 
 fn symlink(target: &str, link: &Path) {

@@ -111,10 +111,37 @@ fn is_under(root: &Path, path: &Path, dir: &str) -> bool {
         .is_ok_and(|rel| rel.starts_with(dir))
 }
 
+/// The largest source file kopgen reads: far beyond any hand-written module (the largest
+/// files of k8s-openapi are under 200 KiB), and small enough that parsing it stays quick.
+pub const MAX_SOURCE_BYTES: u64 = 8 << 20;
+
 fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ManifestError::Io {
+    let io = |message: String| ManifestError::Io {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message,
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| io(e.to_string()))?
+        .len();
+    if size > MAX_SOURCE_BYTES {
+        return Err(io(format!(
+            "{size} bytes, over kopgen's limit of {MAX_SOURCE_BYTES} bytes for a source file; split the module"
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // Where the first invalid byte is, as rustc would report it.
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        let column = valid.len() - valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1) + 1;
+        ManifestError::Source(super::error::SourceError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            message: "the file is not UTF-8, as Rust source must be".into(),
+            help: Some("save the file as UTF-8".into()),
+            unsupported: false,
+        })
     })?;
     Ok(Source {
         path: path.to_path_buf(),

@@ -71,6 +71,16 @@ pub struct Index {
     pub(super) pending_impls: Vec<PendingImpl>,
     /// Every `merge_crds(vec![A::crd(), ..], "version")` call in the crate's functions.
     pub merge_calls: Vec<MergeCall>,
+    /// `mod name;` declarations at the top of a file, whose file must exist.
+    mod_decls: Vec<ModDecl>,
+}
+
+/// `mod name;` at the top of file `file`.
+#[derive(Debug)]
+struct ModDecl {
+    file: usize,
+    name: String,
+    span: proc_macro2::Span,
 }
 
 /// A call `merge_crds(vec![v1::Foo::crd(), v2::Foo::crd()], "v1")`: how kube-rs users merge the
@@ -119,11 +129,45 @@ impl Index {
                 Err(e) => errors.push(e),
             }
         }
+        errors.extend(index.missing_module_files());
         if errors.is_empty() {
             Ok(index)
         } else {
             Err(errors)
         }
+    }
+
+    /// A `mod name;` whose file is neither `name.rs` nor `name/mod.rs` beside its declaring file
+    /// (as rustc looks for it): an error there, as cargo would give, rather than types that
+    /// seem not to exist.
+    fn missing_module_files(&self) -> Vec<SourceError> {
+        let mut errors = Vec::new();
+        for decl in &self.mod_decls {
+            let file = &self.files[decl.file];
+            let dir = match file.file_stem().and_then(|s| s.to_str()) {
+                Some("mod" | "lib" | "main") => file.parent().map(Path::to_path_buf),
+                Some(stem) => file.parent().map(|p| p.join(stem)),
+                None => None,
+            };
+            let Some(dir) = dir else { continue };
+            let flat = dir.join(format!("{}.rs", decl.name));
+            let nested = dir.join(&decl.name).join("mod.rs");
+            if !flat.exists() && !nested.exists() {
+                errors.push(
+                    SourceError::at(
+                        file,
+                        decl.span,
+                        format!("file not found for module `{}`", decl.name),
+                    )
+                    .help(format!(
+                        "create {} or {}, or remove the declaration",
+                        flat.display(),
+                        nested.display()
+                    )),
+                );
+            }
+        }
+        errors
     }
 
     /// The associated function or constant `name` of the type `ty` (an inherent `impl`).
@@ -206,6 +250,15 @@ impl Index {
                     if let Some((_, inner)) = m.content {
                         self.add_items(&child, inner, file);
                     } else {
+                        if self.file_modules.get(file).is_some_and(|m| m == module)
+                            && !m.attrs.iter().any(|a| a.path().is_ident("path"))
+                        {
+                            self.mod_decls.push(ModDecl {
+                                file,
+                                name: m.ident.to_string(),
+                                span: m.ident.span(),
+                            });
+                        }
                         self.modules.entry(child).or_default();
                     }
                     continue;

@@ -79,6 +79,24 @@ pub enum ApiError {
         existing: String,
         existing_version: String,
     },
+    #[error(
+        "Kind={kind} differs only in case from Kind={existing} of group {group}; Rust file and module names would collide \
+         (and --force would overwrite {existing}'s files). Choose another kind"
+    )]
+    CaseCollision {
+        group: String,
+        kind: String,
+        existing: String,
+    },
+    #[error(
+        "Kind={kind} would be the CRD {crd}, which Kind={existing} already is; Kubernetes keeps one CRD per name. \
+         Pass another --plural (a CRD is named <plural>.<group>)"
+    )]
+    CrdCollision {
+        crd: String,
+        kind: String,
+        existing: String,
+    },
     #[error(transparent)]
     Insertion(#[from] InsertionError),
     #[error(transparent)]
@@ -161,6 +179,29 @@ fn plan_resource(
         .plural
         .clone()
         .unwrap_or_else(|| names::kube_plural(&options.kind));
+    names::validate_plural(&plural)?;
+    for other in project.resources.iter().filter(|r| {
+        r.api.is_some() && r.group == options.group && r.domain.as_deref() == Some(&project.domain)
+    }) {
+        if other.kind != options.kind && other.kind.eq_ignore_ascii_case(&options.kind) {
+            return Err(ApiError::CaseCollision {
+                group: full_group,
+                kind: options.kind.clone(),
+                existing: other.kind.clone(),
+            });
+        }
+        let other_plural = other
+            .plural
+            .clone()
+            .unwrap_or_else(|| names::kube_plural(&other.kind));
+        if other.kind != options.kind && other_plural == plural {
+            return Err(ApiError::CrdCollision {
+                crd: format!("{plural}.{full_group}"),
+                kind: options.kind.clone(),
+                existing: other.kind.clone(),
+            });
+        }
+    }
     if let Some(first) = other_versions.first() {
         let existing_namespaced = first.api.as_ref().is_some_and(|a| a.namespaced);
         if existing_namespaced != options.namespaced {
