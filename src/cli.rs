@@ -374,10 +374,18 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     // In a kopgen project, RBAC markers become config/rbac/role.yaml.
     let project = crate::project::Project::load(&root).ok();
     let role = match &project {
-        Some(project) => Some(crate::rbac::render(
-            &crate::rbac::collect(&sources).context("kopgen manifests")?,
-            project.namespaced,
-        )),
+        Some(project) => {
+            let rules = crate::rbac::collect(&sources).context("kopgen manifests")?;
+            if project.namespaced
+                && let Some(rule) = rules.iter().find(|r| !r.urls.is_empty())
+            {
+                anyhow::bail!(
+                    "kopgen manifests: an RBAC marker grants urls {:?}, which only a ClusterRole can hold, and this project is --namespaced (Roles only); drop the marker or scaffold a cluster-wide project",
+                    rule.urls
+                );
+            }
+            Some(crate::rbac::render(&rules, project.namespaced))
+        }
         None => None,
     };
     if args.stdout {

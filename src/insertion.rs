@@ -95,9 +95,15 @@ pub fn insert_at_marker(
             out.splice(block_start..block_start, block);
         }
     }
-    let mut text = out.join("\n");
+    // `lines()` drops a `\r` before each `\n`: a file with CRLF line endings keeps them.
+    let newline = if contents.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut text = out.join(newline);
     if contents.ends_with('\n') {
-        text.push('\n');
+        text.push_str(newline);
     }
     Ok(text)
 }
@@ -139,6 +145,21 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let contents = "mod a;\r\n// +kopgen:scaffold:mods\r\n";
+        let out = insert_at_marker(
+            "f.rs",
+            contents,
+            "+kopgen:scaffold:mods",
+            &["mod b;".into()],
+            Placement::Sorted,
+        )
+        .expect("inserted");
+        assert_eq!(out, "mod a;\r\nmod b;\r\n// +kopgen:scaffold:mods\r\n");
+    }
+
     use super::*;
 
     #[test]

@@ -180,7 +180,7 @@ pub fn validate_kind(kind: &str) -> Result<(), NameError> {
     if kind.len() > 62 {
         return Err(NameError::KindTooLong(kind.to_owned()));
     }
-    if is_rust_keyword(kind) || RESERVED_KINDS.contains(&kind) {
+    if is_rust_keyword(kind) {
         return Err(NameError::ReservedKind(kind.to_owned()));
     }
     if let Some(base) = kind.strip_suffix("List")
@@ -191,25 +191,62 @@ pub fn validate_kind(kind: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// Type names the scaffolded modules import or declare next to the kind.
+/// A kind whose types kopgen scaffolds: a valid kind ([`validate_kind`]) whose name the
+/// generated code does not already use.
+pub fn validate_new_kind(kind: &str) -> Result<(), NameError> {
+    validate_kind(kind)?;
+    if RESERVED_KINDS.contains(&kind) || crate::templates::names_in_scope_of_kinds().contains(kind)
+    {
+        return Err(NameError::ReservedKind(kind.to_owned()));
+    }
+    Ok(())
+}
+
+/// Names every Rust module has in scope (the prelude) and the types kube-derive generates next
+/// to a kind; the names the scaffolded modules import come from the templates
+/// ([`crate::templates::names_in_scope_of_kinds`]).
 const RESERVED_KINDS: &[&str] = &[
     "Self",
-    "Context",
-    "Error",
-    "Result",
-    "Action",
-    "Api",
-    "Client",
-    "Controller",
-    "Condition",
-    "Event",
-    "Metrics",
     "Option",
+    "Some",
+    "None",
+    "Result",
+    "Ok",
+    "Err",
     "Vec",
     "String",
     "Box",
-    "Arc",
+    "Default",
+    "Clone",
+    "Copy",
+    "Send",
+    "Sync",
+    "Sized",
+    "Drop",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "Iterator",
+    "IntoIterator",
+    "Extend",
+    "ToString",
+    "ToOwned",
+    "From",
+    "Into",
+    "TryFrom",
+    "TryInto",
+    "AsRef",
+    "AsMut",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+    "Debug",
+    "Hash",
     "List",
+    "ObjectMeta",
+    "Resource",
+    "CustomResourceExt",
 ];
 
 pub fn validate_plural(plural: &str) -> Result<(), NameError> {
@@ -318,6 +355,42 @@ pub fn plural_of(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// Kinds whose names the generated code already uses are refused: what the templates
+    /// import, the prelude, and what kube-derive generates.
+    #[test]
+    fn kinds_that_would_clash_with_generated_code_are_refused() {
+        for kind in [
+            "JsonSchema",
+            "Serialize",
+            "Deserialize",
+            "CustomResource",
+            "ConfigMap",
+            "Duration",
+            "Resource",
+            "Patch",
+            "ObjectMeta",
+            "None",
+            "Some",
+            "Ok",
+            "Err",
+            "Default",
+            "Context",
+            "Condition",
+            "Api",
+            "Self",
+        ] {
+            assert_eq!(
+                validate_new_kind(kind),
+                Err(NameError::ReservedKind(kind.to_owned())),
+                "{kind}"
+            );
+        }
+        for kind in ["Blog", "Widget", "Backup", "Database"] {
+            assert_eq!(validate_new_kind(kind), Ok(()), "{kind}");
+        }
+    }
+
     use super::*;
 
     #[test]

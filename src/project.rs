@@ -37,6 +37,9 @@ pub struct Project {
     #[serde(default)]
     pub resources: Vec<Resource>,
     pub version: String,
+    /// Keys kopgen does not know (another tool's, or a newer kopgen's): kept as they are.
+    #[serde(flatten)]
+    pub extra: std::collections::BTreeMap<String, serde_yaml::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +60,9 @@ pub struct Resource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plural: Option<String>,
     pub version: String,
+    /// Keys kopgen does not know: kept as they are.
+    #[serde(flatten)]
+    pub extra: std::collections::BTreeMap<String, serde_yaml::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

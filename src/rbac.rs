@@ -144,6 +144,36 @@ fn parse_rule(body: &str) -> Result<Rule, String> {
     if rule.resources.is_empty() && rule.urls.is_empty() {
         return Err("RBAC marker without resources or urls".into());
     }
+    // The API server's rules for what a marker becomes.
+    if !rule.urls.is_empty() && !rule.resources.is_empty() {
+        return Err("an RBAC rule has either `urls` (non-resource URLs) or `resources`, not both; write two markers".into());
+    }
+    if !rule.urls.is_empty() && rule.namespace.is_some() {
+        return Err("`urls` only go in a ClusterRole; drop `namespace` from this marker".into());
+    }
+    if let Some(url) = rule.urls.iter().find(|u| !u.starts_with('/') && *u != "*") {
+        return Err(format!(
+            "non-resource URL `{url}` must start with '/' (e.g. /metrics)"
+        ));
+    }
+    if let Some(namespace) = rule
+        .namespace
+        .as_deref()
+        .filter(|n| !crate::names::is_dns1123_label(n))
+    {
+        return Err(format!(
+            "namespace `{namespace}` is not a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"
+        ));
+    }
+    if let Some(role) = rule
+        .role_name
+        .as_deref()
+        .filter(|r| !crate::names::is_dns1123_subdomain(r))
+    {
+        return Err(format!(
+            "roleName `{role}` is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253 characters)"
+        ));
+    }
     Ok(rule)
 }
 

@@ -59,6 +59,43 @@ pub fn list(set: &str) -> Vec<String> {
     names
 }
 
+/// The type, trait and derive names the `api/` templates bring into the modules where a
+/// kind's types and controller live (their `use` declarations and `#[derive(..)]` lists): a
+/// kind of such a name would clash with them, so it is refused. Derived from the templates
+/// themselves, so the list cannot drift from what the generated code imports.
+pub fn names_in_scope_of_kinds() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut sources = Vec::new();
+    if let Some(dir) = TEMPLATES.get_dir("api") {
+        collect(dir, &mut sources);
+    }
+    for (_, text) in sources {
+        let mut rest = text;
+        while let Some(at) = rest
+            .find("use ")
+            .into_iter()
+            .chain(rest.find("derive("))
+            .min()
+        {
+            let tail = &rest[at..];
+            let end = if tail.starts_with("use ") {
+                tail.find(';')
+            } else {
+                tail.find(')')
+            }
+            .unwrap_or(tail.len());
+            names.extend(
+                tail[..end]
+                    .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .filter(|word| word.starts_with(|c: char| c.is_ascii_uppercase()))
+                    .map(str::to_owned),
+            );
+            rest = &tail[end..];
+        }
+    }
+    names
+}
+
 /// Renders one template with `context`.
 pub fn render(name: &str, context: &tera::Context) -> Result<String, TemplateError> {
     engine()?

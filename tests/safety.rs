@@ -473,6 +473,27 @@ fn bad_flags_are_errors_and_change_nothing() {
             "invalid plural",
         ),
         (create(&["--kind", "Self"]), "invalid kind"),
+        (create(&["--kind", "JsonSchema"]), "invalid kind"),
+        (create(&["--kind", "Patch"]), "invalid kind"),
+        (create(&["--kind", "ObjectMeta"]), "invalid kind"),
+        (create(&["--kind", "Ok"]), "invalid kind"),
+        (
+            create(&["--kind", "BlogSpec"]),
+            "would generate the same Rust type",
+        ),
+        (
+            [
+                "init",
+                "--path",
+                "demo",
+                "--force",
+                "--domain",
+                "example.com",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "the project has kinds (apps/Blog)",
+        ),
         (
             create(&["--kind", "Post", "--resource=false", "--controller=false"]),
             "nothing to scaffold",
@@ -797,4 +818,104 @@ fn a_killed_run_leaves_complete_files_and_the_next_run_succeeds() {
         assert_eq!(run.status, 0, "{}", run.stderr);
         assert_complete(&session.join("out"), &expected);
     }
+}
+
+/// RBAC markers the API server (or kubectl) would refuse are errors at their line.
+#[test]
+fn bad_rbac_markers_are_errors_at_their_line() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let marker = |m: &str| format!("// Access.\n// +kopgen:rbac:{m}\npub fn f() {{}}\n");
+    let rows = [
+        (
+            "groups=core,resources=pods,verbs=get,namespace=Team_A",
+            "namespace `Team_A` is not a DNS-1123 label",
+        ),
+        (
+            "groups=core,resources=pods,verbs=get,roleName=Bad/Name",
+            "roleName `Bad/Name` is not a DNS-1123 subdomain",
+        ),
+        (
+            "groups=core,resources=pods,urls=/metrics,verbs=get",
+            "either `urls` (non-resource URLs) or `resources`",
+        ),
+        (
+            "urls=/metrics,verbs=get,namespace=team-a",
+            "`urls` only go in a ClusterRole",
+        ),
+        ("urls=metrics,verbs=get", "must start with '/'"),
+        ("groups=core,resources=pods,verbs=fly", "invalid verb `fly`"),
+        ("groups=core,resources=pods", "without verbs"),
+        (
+            "groups=core,resources=pods,verbs=get,colour=red",
+            "unknown key `colour`",
+        ),
+        ("groups=core,verbs=get", "without resources or urls"),
+    ];
+    for (body, needle) in rows {
+        std::fs::write(project.join("src/access.rs"), marker(body)).expect("write");
+        let before = tree(session.path());
+        let run = run_kopgen(&project, &["manifests"]);
+        assert_eq!(run.status, 1, "{body}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("src/access.rs:2:1:") && run.stderr.contains(needle),
+            "{body}: expected {needle:?} in:\n{}",
+            run.stderr
+        );
+        assert!(tree(session.path()) == before, "{body}: the tree changed");
+    }
+    // Roles only, in a --namespaced project: urls have nowhere to go.
+    let namespaced = Session::new();
+    let project = namespaced.init_demo(&["--namespaced"]);
+    std::fs::write(
+        project.join("src/access.rs"),
+        marker("urls=/metrics,verbs=get"),
+    )
+    .expect("write");
+    let run = run_kopgen(&project, &["manifests"]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("only a ClusterRole can hold"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// What kopgen does not know in PROJECT stays there, and CRLF files keep their line endings.
+#[test]
+fn project_files_keep_what_kopgen_does_not_know() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(&project, support::BLOG);
+    let text = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
+    let text = text
+        .replace(
+            "layout:",
+            "plugins:\n  custom.example.com/v1:\n    enabled: true\nlayout:",
+        )
+        .replace(
+            "  kind: Blog\n",
+            "  kind: Blog\n  webhooks:\n    defaulting: true\n",
+        );
+    std::fs::write(project.join("PROJECT"), &text).expect("write");
+    let main = std::fs::read_to_string(project.join("src/controllers/mod.rs")).expect("mod");
+    std::fs::write(
+        project.join("src/controllers/mod.rs"),
+        main.replace('\n', "\r\n"),
+    )
+    .expect("write");
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1alpha1", "--kind", "Post"],
+    );
+    let after = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
+    assert!(
+        after.contains("custom.example.com/v1") && after.contains("defaulting: true"),
+        "{after}"
+    );
+    let controllers = std::fs::read_to_string(project.join("src/controllers/mod.rs")).expect("mod");
+    assert!(
+        controllers.contains("post") && !controllers.replace("\r\n", "").contains('\n'),
+        "{controllers:?}"
+    );
 }

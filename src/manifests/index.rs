@@ -143,6 +143,11 @@ impl Index {
     fn missing_module_files(&self) -> Vec<SourceError> {
         let mut errors = Vec::new();
         for decl in &self.mod_decls {
+            // A module read from memory (sources kopgen is about to write) has its file.
+            let child = format!("{}::{}", self.file_modules[decl.file], decl.name);
+            if self.file_modules.contains(&child) {
+                continue;
+            }
             let file = &self.files[decl.file];
             let dir = match file.file_stem().and_then(|s| s.to_str()) {
                 Some("mod" | "lib" | "main") => file.parent().map(Path::to_path_buf),

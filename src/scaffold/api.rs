@@ -89,6 +89,11 @@ pub enum ApiError {
         existing: String,
     },
     #[error(
+        "Kind={kind} and Kind={existing} would generate the same Rust type (a kind's spec is <Kind>Spec and its status \
+         <Kind>Status, in the module of its version). Choose another kind"
+    )]
+    TypeCollision { kind: String, existing: String },
+    #[error(
         "Kind={kind} would be the CRD {crd}, which Kind={existing} already is; Kubernetes keeps one CRD per name. \
          Pass another --plural (a CRD is named <plural>.<group>)"
     )]
@@ -125,7 +130,13 @@ pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
     }
     let mut project = Project::load(&options.path)?;
     names::validate_version(&options.version)?;
-    names::validate_kind(&options.kind)?;
+    // Types are scaffolded for a resource, and for a kind whose types come later
+    // (`--controller=false` first): their names must be free. A built-in kind's are k8s-openapi's.
+    if options.resource {
+        names::validate_new_kind(&options.kind)?;
+    } else {
+        names::validate_kind(&options.kind)?;
+    }
     if let Some(plural) = &options.plural {
         names::validate_plural(plural)?;
     }
@@ -143,7 +154,59 @@ pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
     }
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
+    put_manifests(&mut changes, &project);
     Ok(changes)
+}
+
+/// What `kopgen manifests` would write for the project as it will be (the CRDs and
+/// `config/rbac/role.yaml`), so that `cargo test` passes right after `create api`, with no
+/// `make manifests` in between. Derived statically from the sources on disk with the pending
+/// changes laid over them; where that fails (the user's own code does not derive), the files
+/// are left for `kopgen manifests` to write and report on.
+fn put_manifests(changes: &mut ChangeSet, project: &Project) {
+    use crate::manifests::{self, discover};
+    let root = changes.root().to_path_buf();
+    let src = root.join("src");
+    let Ok(mut sources) = discover::sources(std::slice::from_ref(&src)) else {
+        return;
+    };
+    for change in changes.changes() {
+        let path = root.join(&change.path);
+        if !change.path.starts_with("src") || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = discover::Source {
+            module: discover::module_of("crate", &src, &path),
+            path: path.clone(),
+            text: change.contents.clone(),
+        };
+        match sources.iter_mut().find(|s| s.path == path) {
+            Some(existing) => *existing = source,
+            None => sources.push(source),
+        }
+    }
+    sources.sort_by(|a, b| a.path.cmp(&b.path));
+    let options = manifests::Options {
+        derive: manifests::Derive::Static,
+        manifest: Some(root.join("Cargo.toml")),
+        ..Default::default()
+    };
+    let (Ok(generated), Ok(rules)) = (
+        manifests::generate_with(&sources, &options),
+        crate::rbac::collect(&sources),
+    ) else {
+        return;
+    };
+    for output in generated.outputs {
+        changes.put(
+            std::path::Path::new("config/crd/bases").join(output.path),
+            output.contents,
+        );
+    }
+    changes.put(
+        "config/rbac/role.yaml",
+        crate::rbac::render(&rules, project.namespaced),
+    );
 }
 
 fn plan_resource(
@@ -183,6 +246,17 @@ fn plan_resource(
     for other in project.resources.iter().filter(|r| {
         r.api.is_some() && r.group == options.group && r.domain.as_deref() == Some(&project.domain)
     }) {
+        // kube-derive's root type beside another kind's spec or status type, in the module of
+        // one version, where `pub use kind::*` brings both.
+        let adjacent = |a: &str, b: &str| a == format!("{b}Spec") || a == format!("{b}Status");
+        if other.version == options.version
+            && (adjacent(&options.kind, &other.kind) || adjacent(&other.kind, &options.kind))
+        {
+            return Err(ApiError::TypeCollision {
+                kind: options.kind.clone(),
+                existing: other.kind.clone(),
+            });
+        }
         if other.kind != options.kind && other.kind.eq_ignore_ascii_case(&options.kind) {
             return Err(ApiError::CaseCollision {
                 group: full_group,
@@ -369,6 +443,7 @@ fn plan_resource(
         ),
         plural: options.plural.clone(),
         version: options.version.clone(),
+        extra: Default::default(),
     };
     upsert(project, resource);
     Ok(())
@@ -487,6 +562,7 @@ fn plan_external_controller(
             path: builtin.rust_path.to_owned(),
             plural: None,
             version: builtin.version.to_owned(),
+            extra: Default::default(),
         },
     );
     Ok(())
@@ -681,7 +757,11 @@ fn upsert(project: &mut Project, resource: Resource) {
             && r.domain == resource.domain
     };
     match project.resources.iter_mut().find(|r| same(r)) {
-        Some(existing) => *existing = resource,
+        // Keys kopgen does not know stay with the entry.
+        Some(existing) => {
+            let extra = std::mem::take(&mut existing.extra);
+            *existing = Resource { extra, ..resource };
+        }
         None => project.resources.push(resource),
     }
 }

@@ -43,6 +43,11 @@ pub enum InitError {
     PathIsFile(String),
     #[error("cannot tell the project name from {0}; pass --project-name")]
     NoDirectoryName(String),
+    #[error(
+        "{path}: the project has kinds ({kinds}); `init --force` would orphan them. Scaffold into another \
+         directory, or remove the kinds from PROJECT first"
+    )]
+    HasKinds { path: String, kinds: String },
     #[error(transparent)]
     Name(#[from] NameError),
     #[error(transparent)]
@@ -111,6 +116,22 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
             .to_owned();
         changes.put(output, templates::render(&name, &context)?);
     }
+    // `--force` over a kopgen project keeps what PROJECT holds that init does not write, and
+    // refuses while kinds exist: a new PROJECT and registries would orphan them.
+    let previous = Project::load(root).ok();
+    if let Some(previous) = &previous
+        && !previous.resources.is_empty()
+    {
+        return Err(InitError::HasKinds {
+            path: root.display().to_string(),
+            kinds: previous
+                .resources
+                .iter()
+                .map(|r| format!("{}/{}", r.group, r.kind))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     let project = Project {
         cli_version: crate::VERSION.to_owned(),
         domain: options.domain.clone(),
@@ -119,6 +140,7 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
         project_name,
         resources: vec![],
         version: project::FORMAT_VERSION.to_owned(),
+        extra: previous.map(|p| p.extra).unwrap_or_default(),
     };
     // The empty manager role, exactly as `kopgen manifests` renders it without markers.
     changes.put(
