@@ -56,6 +56,11 @@ pub enum NameError {
     )]
     Plural(String),
     #[error(
+        "the CRD name {0:?} would be longer than 250 characters (Kubernetes allows 253 for <plural>.<group>, and the file \
+         config/crd/bases/<group>_<plural>.yaml must fit a file name); choose a shorter domain, group or plural"
+    )]
+    CrdName(String),
+    #[error(
         "invalid owner {0:?}: the copyright holder goes into a comment line of every file, so it must be one line of \
          printable text without control characters, at most 200 characters (e.g. \"Example Corp\")"
     )]
@@ -77,6 +82,17 @@ pub fn is_dns1123_label(s: &str) -> bool {
 /// Whether `s` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+/// The name of the CRD of a kind, `<plural>.<group>`: a DNS-1123 subdomain short enough that
+/// its file name fits too.
+pub fn validate_crd_name(plural: &str, full_group: &str) -> Result<(), NameError> {
+    let name = format!("{plural}.{full_group}");
+    if name.len() <= 250 && is_dns1123_subdomain(&name) {
+        Ok(())
+    } else {
+        Err(NameError::CrdName(name))
+    }
 }
 
 /// The copyright holder written into each file's header comment: one printable line.

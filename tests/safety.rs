@@ -195,7 +195,7 @@ fn bad_attributes() -> Vec<Row> {
                 ),
                 "pub x: i32,",
             ),
-            "is longer than 253 characters",
+            "is longer than 250 characters",
         ),
     ]
 }
@@ -480,6 +480,26 @@ fn bad_flags_are_errors_and_change_nothing() {
         (
             create(&["--kind", "BlogSpec"]),
             "would generate the same Rust type",
+        ),
+        (
+            [
+                "init",
+                "--path",
+                "long",
+                "--project-name",
+                "long",
+                "--domain",
+                &format!(
+                    "{}.{}.{}.{}.io",
+                    "a".repeat(63),
+                    "b".repeat(63),
+                    "c".repeat(63),
+                    "d".repeat(63)
+                ),
+            ]
+            .map(String::from)
+            .to_vec(),
+            "invalid domain",
         ),
         (
             [
@@ -917,5 +937,36 @@ fn project_files_keep_what_kopgen_does_not_know() {
     assert!(
         controllers.contains("post") && !controllers.replace("\r\n", "").contains('\n'),
         "{controllers:?}"
+    );
+}
+
+/// A domain Kubernetes accepts but so long that no kind's CRD name would fit: refused at
+/// `create api`, before any file is written, naming the rule.
+#[test]
+fn a_crd_name_too_long_for_a_file_is_refused_at_create_api() {
+    let session = Session::new();
+    let domain = format!(
+        "{}.{}.{}.{}.io",
+        "a".repeat(60),
+        "b".repeat(60),
+        "c".repeat(60),
+        "d".repeat(55)
+    );
+    assert!(domain.len() <= 253);
+    session.ok(&[
+        "init",
+        "--path",
+        "demo",
+        "--project-name",
+        "demo",
+        "--domain",
+        &domain,
+    ]);
+    let args = create(&["--kind", "Blog"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let stderr = fails_cleanly_in(session.path(), &args);
+    assert!(
+        stderr.contains("would be longer than 250 characters"),
+        "{stderr}"
     );
 }

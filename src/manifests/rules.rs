@@ -81,10 +81,11 @@ pub fn check(attrs: &KubeAttrs, plural: &str, singular: &str) -> Vec<Broken> {
         }
     }
     let crd_name = format!("{plural}.{group}");
-    if crd_name.len() > 253 {
+    // The file kopgen writes, `<group>_<plural>.yaml`, must fit a file name too (255 bytes).
+    if crd_name.len() > 250 {
         push(
-            format!("the CRD name {crd_name:?} is longer than 253 characters"),
-            "shorten the group or the plural: a CRD is named <plural>.<group>",
+            format!("the CRD name {crd_name:?} is longer than 250 characters"),
+            "shorten the group or the plural: a CRD is named <plural>.<group> (at most 253 characters), and its file <group>_<plural>.yaml",
         );
     }
     for column in &attrs.printcolumns {

@@ -243,6 +243,7 @@ fn plan_resource(
         .clone()
         .unwrap_or_else(|| names::kube_plural(&options.kind));
     names::validate_plural(&plural)?;
+    names::validate_crd_name(&plural, &full_group)?;
     for other in project.resources.iter().filter(|r| {
         r.api.is_some() && r.group == options.group && r.domain.as_deref() == Some(&project.domain)
     }) {
