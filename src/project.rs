@@ -105,8 +105,19 @@ impl Project {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         let project: Project = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-        // Hand edits must not smuggle a name into paths and manifests that `init` would refuse.
-        crate::names::validate_domain(&project.domain).map_err(|e| e.to_string())?;
+        // Hand edits must not smuggle a name into paths and manifests that `init` and `create
+        // api` would refuse.
+        let invalid = |e: crate::names::NameError| e.to_string();
+        crate::names::validate_domain(&project.domain).map_err(invalid)?;
+        crate::names::validate_project_name(&project.project_name).map_err(invalid)?;
+        for resource in project.resources.iter().filter(|r| r.api.is_some()) {
+            crate::names::validate_group(&resource.group).map_err(invalid)?;
+            crate::names::validate_version(&resource.version).map_err(invalid)?;
+            crate::names::validate_kind(&resource.kind).map_err(invalid)?;
+            if let Some(plural) = &resource.plural {
+                crate::names::validate_plural(plural).map_err(invalid)?;
+            }
+        }
         if !project.layout.iter().any(|l| l == LAYOUT) {
             return Err(format!(
                 "layout {:?} is not one this kopgen knows ({LAYOUT})",

@@ -546,7 +546,39 @@ fn bad_flags_are_errors_and_change_nothing() {
         stderr.contains("PROJECT") && stderr.contains("invalid domain \"BAD_DOMAIN\""),
         "{stderr}"
     );
-    std::fs::write(project.join("PROJECT"), project_file).expect("restore");
+    std::fs::write(project.join("PROJECT"), &project_file).expect("restore");
+    // Hand edits of a kind's names in PROJECT: refused where they enter.
+    for (from, to, needle) in [
+        (
+            "kind: Blog\n",
+            "kind: ../Blog\n",
+            "invalid kind \"../Blog\"",
+        ),
+        (
+            "group: apps\n",
+            "group: ../apps\n",
+            "invalid group \"../apps\"",
+        ),
+    ] {
+        std::fs::write(project.join("PROJECT"), project_file.replacen(from, to, 1)).expect("write");
+        let stderr = fails_cleanly_in(
+            session.path(),
+            &[
+                "create",
+                "api",
+                "--path",
+                "demo",
+                "--group",
+                "web",
+                "--version",
+                "v1",
+                "--kind",
+                "Site",
+            ],
+        );
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    std::fs::write(project.join("PROJECT"), &project_file).expect("restore");
     for (args, needle) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let stderr = fails_cleanly_in(session.path(), &args);
