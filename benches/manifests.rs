@@ -142,6 +142,20 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// How many structs the sources under `dir` declare (at least 1), for the cost per struct.
+fn structs_in(dir: &Path) -> usize {
+    rust_files(dir)
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .matches("pub struct")
+                .count()
+        })
+        .sum::<usize>()
+        .max(1)
+}
+
 fn parse_floor(dir: &Path) -> usize {
     rust_files(dir)
         .iter()
@@ -231,19 +245,10 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| scratch.path().to_path_buf());
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
-    let fixture_structs = rust_files(&fixtures)
-        .iter()
-        .map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap_or_default()
-                .matches("pub struct")
-                .count()
-        })
-        .sum::<usize>();
     let corpus = report(
         "fixture corpus",
         &fixtures,
-        fixture_structs.max(1),
+        structs_in(&fixtures),
         if quick { 1 } else { 20 },
     );
     report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
@@ -252,19 +257,10 @@ fn main() {
     let union = union_harness();
     let union_time = union.as_ref().map(|dir| {
         let src = dir.join("src/fixtures");
-        let structs = rust_files(&src)
-            .iter()
-            .map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .matches("pub struct")
-                    .count()
-            })
-            .sum::<usize>();
         let time = report(
             "corpus + kopium round trips",
             &src,
-            structs.max(1),
+            structs_in(&src),
             if quick { 1 } else { 20 },
         );
         report_processes("corpus + kopium", &src, if quick { 1 } else { 20 });

@@ -764,6 +764,27 @@ fn busy_project(session: &Session) {
     session.write("src/lib.rs", &lib);
 }
 
+/// The arguments of the runs that race and are killed.
+const BUSY_ARGS: [&str; 7] = [
+    "manifests",
+    "--paths",
+    "src",
+    "--output-dir",
+    "out",
+    "--lint",
+    "off",
+];
+
+/// A busy project, and what a run from scratch writes for it (in another directory).
+fn busy_session() -> (Session, std::collections::BTreeMap<String, Option<Vec<u8>>>) {
+    let session = Session::new();
+    busy_project(&session);
+    let reference = Session::new();
+    busy_project(&reference);
+    assert_eq!(reference.kopgen(&BUSY_ARGS).status, 0);
+    (session, tree(&reference.join("out")))
+}
+
 /// Every file below `dir` is complete (the CRDs of a run from scratch), and nothing staged is left.
 fn assert_complete(dir: &Path, expected: &std::collections::BTreeMap<String, Option<Vec<u8>>>) {
     let found = tree(dir);
@@ -785,27 +806,13 @@ fn assert_complete(dir: &Path, expected: &std::collections::BTreeMap<String, Opt
 
 #[test]
 fn concurrent_runs_take_turns() {
-    let session = Session::new();
-    busy_project(&session);
-    let args = [
-        "manifests",
-        "--paths",
-        "src",
-        "--output-dir",
-        "out",
-        "--lint",
-        "off",
-    ];
-    let reference = Session::new();
-    busy_project(&reference);
-    assert_eq!(reference.kopgen(&args).status, 0);
-    let expected = tree(&reference.join("out"));
+    let (session, expected) = busy_session();
     for _ in 0..10 {
         let _ = std::fs::remove_dir_all(session.join("out"));
         let children: Vec<_> = (0..3)
             .map(|_| {
                 Command::new(env!("CARGO_BIN_EXE_kopgen"))
-                    .args(args)
+                    .args(BUSY_ARGS)
                     .current_dir(session.path())
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::piped())
@@ -828,25 +835,11 @@ fn concurrent_runs_take_turns() {
 
 #[test]
 fn a_killed_run_leaves_complete_files_and_the_next_run_succeeds() {
-    let session = Session::new();
-    busy_project(&session);
-    let args = [
-        "manifests",
-        "--paths",
-        "src",
-        "--output-dir",
-        "out",
-        "--lint",
-        "off",
-    ];
-    let reference = Session::new();
-    busy_project(&reference);
-    assert_eq!(reference.kopgen(&args).status, 0);
-    let expected = tree(&reference.join("out"));
+    let (session, expected) = busy_session();
     // Delays spread over a run's length (tens of milliseconds), the last well past its end.
     for delay_ms in [0, 2, 5, 10, 15, 20, 30, 45, 60, 200] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kopgen"))
-            .args(args)
+            .args(BUSY_ARGS)
             .current_dir(session.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -866,7 +859,7 @@ fn a_killed_run_leaves_complete_files_and_the_next_run_succeeds() {
                 );
             }
         }
-        let run = run_kopgen(session.path(), &args);
+        let run = run_kopgen(session.path(), &BUSY_ARGS);
         assert_eq!(run.status, 0, "{}", run.stderr);
         assert_complete(&session.join("out"), &expected);
     }
