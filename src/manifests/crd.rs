@@ -77,7 +77,7 @@ impl Derived {
 
 /// Runs the generator's transforms on a derived root schema, as `into_root_schema_for` does,
 /// and reads it into the CRD as `crd()` does (through `serde_json::from_value`).
-pub fn render(
+pub fn finish(
     mut derived: Derived,
     transforms: &mut super::transform::Transforms,
 ) -> Result<CustomResourceDefinition, SourceError> {

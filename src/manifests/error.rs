@@ -95,8 +95,9 @@ thread_local! {
 /// Runs `f`, turning a panic inside a dependency (kube-core's schema rewriting, the CEL parser)
 /// into an error message, without printing the panic: kopgen never panics on any input.
 ///
-/// The panic hook is process-wide and render threads run concurrently, so it is replaced once by
-/// one that stays quiet only on a thread inside `catch_panic`.
+/// The panic hook is process-wide (and other threads, a library caller's or a test's, may panic
+/// for real meanwhile), so it is replaced once by one that stays quiet only on a thread inside
+/// `catch_panic`.
 pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
     QUIET_HOOK.call_once(|| {

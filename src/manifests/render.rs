@@ -50,7 +50,7 @@ pub fn render(
     let mut crds = Vec::with_capacity(versions.len());
     let mut errors = Vec::new();
     for derived in versions {
-        match crd::render(derived, transforms) {
+        match crd::finish(derived, transforms) {
             Ok(rendered) => crds.push(rendered),
             Err(e) => errors.push(e),
         }
