@@ -33,6 +33,14 @@ pub enum ChangeError {
     Read { path: PathBuf, error: io::Error },
     #[error("cannot write {path}: {error}; nothing was changed")]
     Write { path: PathBuf, error: io::Error },
+    #[error(
+        "cannot replace {path}: {error}; these files were already replaced: {replaced} (run the command again once the cause is fixed)"
+    )]
+    Replace {
+        path: PathBuf,
+        error: io::Error,
+        replaced: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,11 +183,22 @@ impl ChangeSet {
             }
             return Err(error);
         }
-        for (stage, dest) in &staged {
-            fs::rename(stage, dest).map_err(|error| ChangeError::Write {
-                path: dest.clone(),
-                error,
-            })?;
+        for (done, (stage, dest)) in staged.iter().enumerate() {
+            if let Err(error) = fs::rename(stage, dest) {
+                for (stage, _) in &staged[done..] {
+                    let _ = fs::remove_file(stage);
+                }
+                // Renames already made cannot be taken back: say so, rather than "nothing".
+                return Err(ChangeError::Replace {
+                    path: dest.clone(),
+                    error,
+                    replaced: staged[..done]
+                        .iter()
+                        .map(|(_, d)| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
         }
         Ok(changes)
     }
