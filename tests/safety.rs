@@ -520,35 +520,16 @@ fn bad_flags_are_errors_and_change_nothing() {
         ),
     ];
     assert!(project.is_dir());
-    // A hand edit of PROJECT that `init` would have refused.
     let project_file = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
-    std::fs::write(
-        project.join("PROJECT"),
-        project_file.replace("domain: example.com", "domain: BAD_DOMAIN"),
-    )
-    .expect("write");
-    let stderr = fails_cleanly_in(
-        session.path(),
-        &[
-            "create",
-            "api",
-            "--path",
-            "demo",
-            "--group",
-            "web",
-            "--version",
-            "v1",
-            "--kind",
-            "Site",
-        ],
-    );
-    assert!(
-        stderr.contains("PROJECT") && stderr.contains("invalid domain \"BAD_DOMAIN\""),
-        "{stderr}"
-    );
-    std::fs::write(project.join("PROJECT"), &project_file).expect("restore");
-    // Hand edits of a kind's names in PROJECT: refused where they enter.
+    // Hand edits of PROJECT that `init` or `create api` would have refused.
+    let site = create(&["--group", "web", "--version", "v1", "--kind", "Site"]);
+    let site: Vec<&str> = site.iter().map(String::as_str).collect();
     for (from, to, needle) in [
+        (
+            "domain: example.com",
+            "domain: BAD_DOMAIN",
+            "invalid domain \"BAD_DOMAIN\"",
+        ),
         (
             "kind: Blog\n",
             "kind: ../Blog\n",
@@ -561,22 +542,11 @@ fn bad_flags_are_errors_and_change_nothing() {
         ),
     ] {
         std::fs::write(project.join("PROJECT"), project_file.replacen(from, to, 1)).expect("write");
-        let stderr = fails_cleanly_in(
-            session.path(),
-            &[
-                "create",
-                "api",
-                "--path",
-                "demo",
-                "--group",
-                "web",
-                "--version",
-                "v1",
-                "--kind",
-                "Site",
-            ],
+        let stderr = fails_cleanly_in(session.path(), &site);
+        assert!(
+            stderr.contains("PROJECT") && stderr.contains(needle),
+            "{stderr}"
         );
-        assert!(stderr.contains(needle), "{stderr}");
     }
     std::fs::write(project.join("PROJECT"), &project_file).expect("restore");
     for (args, needle) in cases {

@@ -27,6 +27,8 @@ use super::{
 #[derive(Debug, Clone)]
 pub struct Crate {
     pub manifest: PathBuf,
+    /// Its package name, which the program depends on.
+    pub package: String,
     /// Its library's root directory (`src/`), which module paths are relative to.
     pub src: PathBuf,
     /// Features the program enables on it, beside its default ones.
@@ -55,8 +57,15 @@ impl Crate {
         if !lib.is_file() {
             return Err(CompileError::BinaryOnly(manifest.to_path_buf()));
         }
+        let package = toml
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         Ok(Self {
             manifest: manifest.to_path_buf(),
+            package,
             src: lib.parent().unwrap_or(dir).to_path_buf(),
             features: features.to_vec(),
         })
@@ -265,16 +274,6 @@ pub fn crds(
 /// user's crate under a fixed name, on kube-core for `CustomResourceExt` and `merge_crds`, and
 /// on serde_yaml, which writes the CRDs as kopgen and kube-rs users' crdgen programs do.
 fn manifest(krate: &Crate, name: &str) -> String {
-    let package = std::fs::read_to_string(&krate.manifest)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .and_then(|t| {
-            t.get("package")?
-                .get("name")?
-                .as_str()
-                .map(ToOwned::to_owned)
-        })
-        .unwrap_or_default();
     let path = krate.dir().display().to_string();
     format!(
         "# Written by `kopgen manifests` to compile the kinds it cannot derive statically.\n\
@@ -284,7 +283,7 @@ fn manifest(krate: &Crate, name: &str) -> String {
          {USER_CRATE} = {{ package = {}, path = {}, features = {} }}\n\
          kube-core = \"*\"\n\
          serde_yaml = \"0.9\"\n",
-        toml::Value::String(package),
+        toml::Value::String(krate.package.clone()),
         toml::Value::String(path),
         toml::Value::Array(
             krate

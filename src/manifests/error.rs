@@ -68,6 +68,12 @@ pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
     SourceError::at(file, error.span(), error.to_string())
 }
 
+/// Puts `errors` in source order (file, line, column), so output never depends on the order
+/// kinds were derived in.
+pub fn sort_by_place(errors: &mut [SourceError]) {
+    errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+}
+
 #[derive(Debug, Error)]
 pub enum ManifestError {
     #[error(transparent)]

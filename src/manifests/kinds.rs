@@ -8,7 +8,7 @@ use proc_macro2::Span;
 use super::{
     attrs,
     attrs::KubeAttrs,
-    error::{SourceError, syn_error},
+    error::{self, SourceError, syn_error},
     index::{Index, ItemKind, MergeCall},
     resolve::Resolved,
     rules,
@@ -169,7 +169,7 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
     if errors.is_empty() {
         Ok(kinds)
     } else {
-        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        error::sort_by_place(&mut errors);
         Err(errors)
     }
 }

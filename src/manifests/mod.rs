@@ -111,7 +111,7 @@ pub fn generate_with(
         }
     }
     if !errors.is_empty() {
-        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        error::sort_by_place(&mut errors);
         return Err(ManifestError::Many(errors));
     }
     generated.outputs.sort_by(|a, b| a.path.cmp(&b.path));
