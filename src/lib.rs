@@ -16,6 +16,7 @@ pub mod rbac;
 pub mod rustfmt;
 pub mod scaffold;
 pub mod templates;
+pub mod yaml;
 
 /// The version recorded in `PROJECT` files and printed by `kopgen version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -331,7 +331,7 @@ pub fn render(rules: &[Rule], namespaced_project: bool) -> String {
     for ((namespace, name), rules) in by_target {
         let policy_rules = Some(normalize(&rules));
         let yaml = if namespace.is_empty() {
-            serde_yaml::to_string(&ClusterRole {
+            crate::yaml::to_string(&ClusterRole {
                 metadata: ObjectMeta {
                     name: Some(name),
                     ..Default::default()
@@ -340,7 +340,7 @@ pub fn render(rules: &[Rule], namespaced_project: bool) -> String {
                 ..Default::default()
             })
         } else {
-            serde_yaml::to_string(&Role {
+            crate::yaml::to_string(&Role {
                 metadata: ObjectMeta {
                     name: Some(name),
                     namespace: Some(namespace),

@@ -134,7 +134,13 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
     );
     let expected: Vec<String> = String::from_utf8_lossy(&crdgen.stdout)
         .split("---\n")
-        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
+        .map(|crd| {
+            format!(
+                "{}{}",
+                kopgen::manifests::HEADER,
+                support::as_kopgen_writes(crd)
+            )
+        })
         .collect();
     let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
     // kopgen prints CRDs by file name: plains before widgets.

@@ -158,6 +158,82 @@ fn cel_rules_must_parse() {
     assert!(crd.contains("x-kubernetes-validations:\n                - message: min above max\n                  rule: self.min <= self.max\n"), "{crd}");
 }
 
+/// What the API server checks of a rule besides its expression (found by applying the parity
+/// fixtures to a real kube-apiserver, see tests/control_plane.rs).
+#[test]
+fn cel_rule_reasons_field_paths_and_messages_are_what_the_api_server_accepts() {
+    let range = "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Range { pub min: i32, pub max: i32, pub labels: std::collections::BTreeMap<String, String> }\n";
+    for (rule, expected) in [
+        (
+            r#"{"rule": "self.min <= self.max", "reason": "FieldValueTooMany"}"#,
+            "reason `FieldValueTooMany` of rule `self.min <= self.max` is not one of",
+        ),
+        (
+            r#"{"rule": "self.min <= self.max", "fieldPath": ".name"}"#,
+            "fieldPath `.name` of rule `self.min <= self.max` does not name a field",
+        ),
+        (
+            r#"{"rule": "self.min <= self.max", "fieldPath": "min"}"#,
+            "fieldPath `min` of rule",
+        ),
+        (
+            r#"{"rule": "self.min <= self.max", "message": "two\nlines"}"#,
+            "has a line break",
+        ),
+        (r#"{"rule": " "}"#, "a validation rule is empty"),
+    ] {
+        let field = format!(
+            "    #[schemars(extend(\"x-kubernetes-validations\" = [{rule}]))]\n    pub range: Range,\n"
+        );
+        fails_with(&spec(&field, range), &["error[cel]", expected]);
+    }
+    for good in [
+        r#"{"rule": "self.min <= self.max", "fieldPath": ".max", "reason": "FieldValueInvalid"}"#,
+        r#"{"rule": "true", "fieldPath": ".labels['app']"}"#,
+        r#"{"rule": "true", "fieldPath": "['min']"}"#,
+    ] {
+        let field = format!(
+            "    #[schemars(extend(\"x-kubernetes-validations\" = [{good}]))]\n    pub range: Range,\n"
+        );
+        let (run, _) = manifests(&spec(&field, range), "deny");
+        assert_eq!(run.status, 0, "{good}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn groups_of_the_kubernetes_project_need_the_approval_annotation() {
+    let source = |annotation: &str| {
+        format!(
+            "{HEADER}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"gateway.networking.k8s.io\", version = \"v1\", kind = \"Route\"{annotation})]\n\
+             pub struct RouteSpec {{\n    pub x: i32,\n}}\n"
+        )
+    };
+    fails_with(
+        &source(""),
+        &[
+            "error[api-approval]",
+            "group gateway.networking.k8s.io is reserved for the Kubernetes project",
+        ],
+    );
+    fails_with(
+        &source(", annotation(\"api-approved.kubernetes.io\", \"pending\")"),
+        &["error[api-approval]"],
+    );
+    for ok in [
+        "https://github.com/kubernetes-sigs/gateway-api/pull/3328",
+        "unapproved, experimental-only",
+    ] {
+        let (run, _) = manifests(
+            &source(&format!(
+                ", annotation(\"api-approved.kubernetes.io\", \"{ok}\")"
+            )),
+            "deny",
+        );
+        assert_eq!(run.status, 0, "{ok}: {}", run.stderr);
+    }
+}
+
 #[test]
 fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
     let source = spec(
@@ -181,21 +257,26 @@ fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
     assert!(!session.join("out").exists(), "deny writes nothing");
 }
 
+/// The API server refuses a v1 CRD version without a schema, so kopgen does too, unless the
+/// user asks to write it anyway.
 #[test]
-fn a_disabled_schema_is_a_warning() {
+fn a_disabled_schema_is_an_error_as_on_the_api_server() {
     let source = format!(
         "{HEADER}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug)]\n\
          #[kube(group = \"lint.example.com\", version = \"v1\", kind = \"Linty\", schema = \"disabled\")]\n\
          pub struct LintySpec {{\n    pub x: i32,\n}}\n"
     );
     let (run, session) = manifests(&source, "error");
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.status, 1, "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("warning[missing-schema]: src/lib.rs:8:12: this version has no schema"),
+            .contains("error[missing-schema]: src/lib.rs:8:12: this version has no schema"),
         "{}",
         run.stderr
     );
+    assert!(!session.join("out").exists(), "nothing written");
+    let (run, session) = manifests(&source, "warn");
+    assert_eq!(run.status, 0, "{}", run.stderr);
     let written = std::fs::read_to_string(session.join("out/lint.example.com_linties.yaml"))
         .expect("written");
     assert!(written.contains("    schema: {}\n"), "{written}");

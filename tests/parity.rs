@@ -262,7 +262,7 @@ fn run_harness(
             parts.next().unwrap_or_default().to_owned(),
             parts.next().unwrap_or_default().to_owned(),
         );
-        let theirs = (body != "PANIC\n").then(|| body.to_owned());
+        let theirs = (body != "PANIC\n").then(|| support::as_kopgen_writes(body));
         result.insert(key.clone(), (ours.get(&key).cloned(), theirs));
     }
     // A CRD kopgen wrote for a type the compiled crate does not have (e.g. a test-only one).
@@ -409,12 +409,6 @@ fn kopgen_manifests_equals_kube_derive_for_every_fixture() {
     assert_all_equal("fixture parity", &results);
 }
 
-/// The real-world corpus beside the repository (`../shared/corpus/crds/`), if present.
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
-    dir.is_dir().then_some(dir)
-}
-
 /// Every (JSON pointer, scalar) pair of a schema, for a similarity figure.
 fn leaves(
     value: &serde_yaml::Value,
@@ -453,46 +447,23 @@ fn similarity(original: &serde_yaml::Value, ours: &serde_yaml::Value) -> (f64, u
 /// original CRD (kopium and kube-derive lose some details, e.g. validations kopium cannot express).
 #[test]
 fn real_world_crds_round_trip_through_kopium() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("notice: ../shared/corpus/crds not found; skipping the real-world round trip");
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let test = "real_world_crds_round_trip_through_kopium";
+    let Some(sources) = support::kopium_sources(scratch.path(), test) else {
         return;
     };
-    if !support::have("kopium") {
-        eprintln!(
-            "notice: kopium is not installed (cargo install kopium); skipping the real-world round trip"
-        );
-        return;
-    }
-    let scratch = tempfile::tempdir().expect("tempdir");
     let mut cases = Vec::new();
     let mut originals = BTreeMap::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
-        .expect("corpus")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    for crd in files {
-        let name = module_name(&crd);
-        let output = std::process::Command::new("kopium")
-            .args(["-A", "-f"])
-            .arg(&crd)
-            .output()
-            .expect("kopium runs");
-        assert!(
-            output.status.success(),
-            "kopium failed on {}: {}",
-            crd.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let source = String::from_utf8_lossy(&output.stdout).into_owned();
-        let path = scratch.path().join(format!("{name}.rs"));
-        std::fs::write(&path, &source).expect("write");
+    for kopium in sources {
         let original: serde_yaml::Value =
-            serde_yaml::from_str(&std::fs::read_to_string(&crd).expect("crd")).expect("yaml");
-        originals.insert(name.clone(), original);
-        cases.push(Case { name, path, source });
+            serde_yaml::from_str(&std::fs::read_to_string(&kopium.original).expect("crd"))
+                .expect("yaml");
+        originals.insert(kopium.name.clone(), original);
+        cases.push(Case {
+            name: kopium.name,
+            path: kopium.path,
+            source: kopium.source,
+        });
     }
     let results = compare("realworld-harness", &cases);
     for ((name, group, kind), (ours, _)) in &results {

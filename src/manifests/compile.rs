@@ -178,15 +178,13 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
-    let contents = match options.max_desc_len {
-        Some(max) => {
-            lint::truncate_descriptions(&mut crd, max);
-            let yaml =
-                serde_yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
-            format!("{HEADER}{yaml}")
-        }
-        None => format!("{HEADER}{yaml}"),
-    };
+    if let Some(max) = options.max_desc_len {
+        lint::truncate_descriptions(&mut crd, max);
+    }
+    // Written by kopgen's writer, as the static path writes it: the program's serde_yaml output
+    // would leave strings unquoted that Kubernetes reads as booleans.
+    let yaml = crate::yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
+    let contents = format!("{HEADER}{yaml}");
     let rendered = Rendered {
         contents,
         crd_name: crd.metadata.name.clone().unwrap_or_default(),

@@ -65,8 +65,13 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "cel",
-        "`x-kubernetes-validations` rules are CEL expressions that parse",
+        "`x-kubernetes-validations` rules are CEL expressions that parse, with a one-line `message`, a `reason` the API server knows and a `fieldPath` that names a field of the schema",
         "fix the rule's syntax (see the CEL language definition)",
+    ),
+    (
+        "api-approval",
+        "a CRD in a group under `k8s.io` or `kubernetes.io` carries the `api-approved.kubernetes.io` annotation (a URL, or a reason starting with `unapproved`)",
+        "use a group of your own domain, or add `#[kube(annotation(\"api-approved.kubernetes.io\", \"<URL of the approval>\"))]`",
     ),
     (
         "pruned",
@@ -75,7 +80,7 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "missing-schema",
-        "(warning) every version has a schema (the API server rejects a v1 CRD without one)",
+        "every version has a schema (the API server rejects a v1 CRD without one)",
         "remove `#[kube(schema = \"disabled\")]`, or install this CRD from the project that owns it",
     ),
 ];
@@ -83,6 +88,16 @@ pub const RULES: &[(&str, &str, &str)] = &[
 /// Lints a CRD whose versions hold their schemas, on the typed schemas the CRD is written from.
 pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
     let mut findings = Vec::new();
+    if let Some(message) = api_approval_problem(crd) {
+        findings.push(Finding {
+            severity: Severity::Error,
+            rule: "api-approval",
+            version: String::new(),
+            path: Vec::new(),
+            message,
+            fix: fix_of("api-approval"),
+        });
+    }
     for version in &crd.spec.versions {
         let mut ctx = Ctx {
             version: version.name.clone(),
@@ -94,7 +109,7 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             .and_then(|s| s.open_api_v3_schema.as_ref())
         else {
             ctx.push(
-                Severity::Warning,
+                Severity::Error,
                 "missing-schema",
                 Vec::new(),
                 "this version has no schema (`#[kube(schema = \"disabled\")]`)".into(),
@@ -232,8 +247,11 @@ impl Ctx<'_> {
                 );
             }
         }
-        for rule in s.x_kubernetes_validations.iter().flatten() {
-            let rule = &rule.rule;
+        for validation in s.x_kubernetes_validations.iter().flatten() {
+            if let Some(problem) = validation_problem(s, validation) {
+                self.push(Severity::Error, "cel", path.clone(), problem);
+            }
+            let rule = &validation.rule;
             let parsed = super::error::catch_panic(|| {
                 cel_parser::Parser::new()
                     .parse(rule)
@@ -365,6 +383,120 @@ impl Ctx<'_> {
             }
         }
     }
+}
+
+/// The API server keeps the groups of the Kubernetes project (`k8s.io`, `kubernetes.io` and
+/// their subdomains) for APIs approved through its review; a CRD there needs the approval
+/// annotation, a URL (`scheme://host...`) or a reason starting with `unapproved`.
+fn api_approval_problem(crd: &CustomResourceDefinition) -> Option<String> {
+    const ANNOTATION: &str = "api-approved.kubernetes.io";
+    let group = crd.spec.group.as_str();
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|root| group == *root || group.ends_with(&format!(".{root}")));
+    if !protected {
+        return None;
+    }
+    let value = crd
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default();
+    let is_url = value.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty() && !rest.is_empty() && !rest.starts_with('/')
+    });
+    if value.starts_with("unapproved") || is_url {
+        return None;
+    }
+    Some(format!(
+        "group {group} is reserved for the Kubernetes project: the API server refuses its CRDs without an `{ANNOTATION}` annotation holding a URL or a reason starting with `unapproved`"
+    ))
+}
+
+/// The `reason`s the API server accepts on a validation rule.
+const VALIDATION_REASONS: [&str; 4] = [
+    "FieldValueRequired",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueDuplicate",
+];
+
+/// What the API server refuses in a validation rule besides its expression: an empty rule, a
+/// message over several lines (or a multi-line rule without one), an unknown reason, a
+/// `fieldPath` that names no field of the schema the rule sits on.
+fn validation_problem(
+    schema: &JSONSchemaProps,
+    v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule,
+) -> Option<String> {
+    let multiline = |text: &str| text.trim().contains(['\n', '\r']);
+    let message = v.message.as_deref().unwrap_or_default();
+    if v.rule.trim().is_empty() {
+        return Some("a validation rule is empty".into());
+    }
+    if multiline(message) {
+        return Some(format!("the message of rule `{}` has a line break", v.rule));
+    }
+    if multiline(&v.rule) && message.trim().is_empty() {
+        return Some(format!(
+            "rule `{}` spans several lines, so it needs a `message`",
+            v.rule
+        ));
+    }
+    if let Some(reason) = v.reason.as_deref()
+        && !VALIDATION_REASONS.contains(&reason)
+    {
+        return Some(format!(
+            "reason `{reason}` of rule `{}` is not one of {}",
+            v.rule,
+            VALIDATION_REASONS.join(", ")
+        ));
+    }
+    let field_path = v.field_path.as_deref().unwrap_or_default();
+    if !field_path.is_empty() && !field_path_is_valid(schema, field_path) {
+        return Some(format!(
+            "fieldPath `{field_path}` of rule `{}` does not name a field below this schema (write `.field` or `['key']` steps)",
+            v.rule
+        ));
+    }
+    None
+}
+
+/// The API server's reading of a rule's `fieldPath`: `.name` and `['name']` step into a
+/// property, or into the values of a map; list items cannot be named.
+fn field_path_is_valid(schema: &JSONSchemaProps, path: &str) -> bool {
+    let mut node = schema;
+    let mut rest = path;
+    if rest.trim().is_empty() || rest.contains(['\n', '\r']) {
+        return false;
+    }
+    while !rest.is_empty() {
+        let (key, tail) = if let Some(after) = rest.strip_prefix("['") {
+            let Some(end) = after.find("']") else {
+                return false;
+            };
+            (&after[..end], &after[end + 2..])
+        } else if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        } else {
+            return false;
+        };
+        if key.is_empty() {
+            return false;
+        }
+        node = match (&node.properties, &node.additional_properties) {
+            (Some(properties), _) => match properties.get(key) {
+                Some(child) => child,
+                None => return false,
+            },
+            (None, Some(JSONSchemaPropsOrBool::Schema(values))) => values,
+            _ => return false,
+        };
+        rest = tail;
+    }
+    true
 }
 
 /// controller-gen's `maxDescLen`: descriptions longer than `max` are cut at the last word

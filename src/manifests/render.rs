@@ -98,7 +98,7 @@ pub fn render(
         Vec::new()
     };
     let yaml =
-        serde_yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;
+        crate::yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;
     Ok(Rendered {
         contents: format!("{HEADER}{yaml}"),
         crd_name: merged.metadata.name.clone().unwrap_or_default(),

@@ -228,3 +228,136 @@ pub fn cargo_ok(project: &Path, args: &[&str]) {
 pub fn have(tool: &str) -> bool {
     Command::new(tool).arg("--help").output().is_ok()
 }
+
+/// Whether `tool` can be used; when it cannot, the test skips with a notice, or fails where
+/// `KOPGEN_REQUIRE_TOOLS=1` (as `.ci/run` sets) so that CI cannot pass by skipping.
+pub fn need(tool: &str, test: &str, how: &str) -> bool {
+    have(tool) || skip(test, &format!("`{tool}` is not installed ({how})"))
+}
+
+/// Skips the calling test: prints the notice where `cargo test` shows it, and returns false;
+/// panics instead where `KOPGEN_REQUIRE_TOOLS=1`.
+pub fn skip(test: &str, why: &str) -> bool {
+    if std::env::var("KOPGEN_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
+        panic!("{test}: {why}, and KOPGEN_REQUIRE_TOOLS=1 forbids skipping");
+    }
+    control_plane::skip_notice(test, why);
+    false
+}
+
+/// serde_yaml's text of a `crd()` as kopgen writes the same value: strings that Kubernetes'
+/// YAML 1.1 readers would read as booleans or numbers quoted (see `kopgen::yaml`).
+pub fn as_kopgen_writes(yaml: &str) -> String {
+    let value: serde_yaml::Value = serde_yaml::from_str(yaml).expect("crd() prints YAML");
+    kopgen::yaml::to_string(&value).expect("YAML serializes")
+}
+
+/// The real-world corpus beside the repository (`../shared/corpus/crds/`), if present.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
+    dir.is_dir().then_some(dir)
+}
+
+/// A real-world CRD turned into kube-derive Rust by kopium.
+pub struct KopiumSource {
+    /// The corpus file's stem, `-` replaced by `_` (a Rust module name).
+    pub name: String,
+    pub original: PathBuf,
+    /// The Rust file kopium wrote, in the caller's scratch directory.
+    pub path: PathBuf,
+    pub source: String,
+}
+
+/// Every corpus CRD through `kopium -A`, written to `scratch`; `None` (after the skip notice)
+/// where the corpus or kopium is missing.
+pub fn kopium_sources(scratch: &Path, test: &str) -> Option<Vec<KopiumSource>> {
+    let Some(corpus) = corpus_dir() else {
+        skip(test, "../shared/corpus/crds not found");
+        return None;
+    };
+    if !need("kopium", test, "cargo install kopium") {
+        return None;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for original in files {
+        let name = original
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .replace('-', "_");
+        let output = Command::new("kopium")
+            .args(["-A", "-f"])
+            .arg(&original)
+            .output()
+            .expect("kopium runs");
+        assert!(
+            output.status.success(),
+            "kopium failed on {}: {}",
+            original.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let source = String::from_utf8_lossy(&output.stdout).into_owned();
+        let path = scratch.join(format!("{name}.rs"));
+        std::fs::write(&path, &source).expect("write");
+        out.push(KopiumSource {
+            name,
+            original,
+            path,
+            source,
+        });
+    }
+    Some(out)
+}
+
+#[path = "../../templates/init/tests/support/control_plane.rs.tera"]
+pub mod control_plane;
+
+/// Where `.ci/control-plane.sh` puts the control-plane binaries, unless `KUBEBUILDER_ASSETS`
+/// names another directory.
+pub fn control_plane_assets() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let root = std::env::var_os("KOPGEN_ASSETS_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kopgen/assets"))
+        })?;
+    let mut built: Vec<PathBuf> = std::fs::read_dir(root)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join(".stamp").is_file())
+        .collect();
+    built.sort();
+    built.pop()
+}
+
+/// A running control plane for `test`, or `None` (after the notice) where the binaries are
+/// missing: build them with `.ci/control-plane.sh`.
+pub fn control_plane(
+    test: &str,
+    options: control_plane::Options,
+) -> Option<control_plane::ControlPlane> {
+    let Some(assets) = control_plane_assets() else {
+        skip(
+            test,
+            "no control-plane binaries (run .ci/control-plane.sh, or set KUBEBUILDER_ASSETS)",
+        );
+        return None;
+    };
+    match control_plane::ControlPlane::start_in(assets, options) {
+        Ok(plane) => Some(plane),
+        Err(why) => {
+            // Binaries that exist but do not start are a failure, not a skip.
+            panic!("{test}: the control plane did not start: {why}")
+        }
+    }
+}

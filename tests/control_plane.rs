@@ -1,0 +1,235 @@
+//! What kopgen writes, proven against a real kube-apiserver (etcd and kube-apiserver started
+//! from the binaries `.ci/control-plane.sh` builds; see `tests/support/mod.rs`).
+//!
+//! - Every CRD kopgen derives from the parity fixtures and from kopium's Rust for the real-world
+//!   corpus is applied with server-side apply, and the lint agrees with the server: the server
+//!   rejects exactly the CRDs the lint reports errors on. The server compiles the CEL rules.
+//! - The samples of a scaffolded project are accepted by a server-side dry run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kopgen::manifests::{self, lint};
+use support::control_plane::{ControlPlane, Options};
+
+/// One CRD kopgen derived, with what the lint said of it.
+struct Derived {
+    origin: String,
+    name: String,
+    yaml: String,
+    lint_errors: Vec<String>,
+}
+
+/// Every kind kopgen derives from `path` (lint off, so a CRD the lint refuses is still written
+/// and can be shown to the server). Kinds kopgen refuses are left out: there is no CRD to apply.
+fn derive(origin: &str, path: &Path) -> Vec<Derived> {
+    let sources = manifests::discover::sources(&[path.to_path_buf()])
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let options = manifests::Options {
+        lint: false,
+        ..manifests::Options::default()
+    };
+    let Ok(kinds) = manifests::derive_kinds(&sources, &options) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for kind in kinds {
+        let Ok((output, _)) = kind.result else {
+            continue;
+        };
+        let crd: CustomResourceDefinition =
+            serde_yaml::from_str(&output.contents).expect("kopgen writes a CRD");
+        let lint_errors = lint::check(&crd)
+            .into_iter()
+            .filter(|f| f.severity == lint::Severity::Error)
+            .map(|f| format!("{} at {}: {}", f.rule, f.path.join("."), f.message))
+            .collect();
+        out.push(Derived {
+            origin: origin.to_owned(),
+            name: crd.metadata.name.clone().unwrap_or_default(),
+            yaml: output.contents,
+            lint_errors,
+        });
+    }
+    out
+}
+
+fn fixture_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("fixtures")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// What the server said of one CRD: accepted, or its refusal; and its warnings.
+struct Verdict {
+    refusal: Option<String>,
+    warnings: Vec<String>,
+}
+
+fn apply(plane: &ControlPlane, yaml: &str) -> Verdict {
+    let out = plane.kubectl_with_input(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=kopgen-test",
+            "-f",
+            "-",
+        ],
+        yaml,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.starts_with("Warning:"))
+        .map(str::to_owned)
+        .collect();
+    let refusal = (!out.status.success()).then(|| {
+        stderr
+            .lines()
+            .filter(|l| !l.starts_with("Warning:"))
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    Verdict { refusal, warnings }
+}
+
+#[test]
+fn every_crd_is_accepted_by_the_api_server_exactly_when_the_lint_passes() {
+    let test = "every_crd_is_accepted_by_the_api_server_exactly_when_the_lint_passes";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let mut crds = Vec::new();
+    for file in fixture_files() {
+        let origin = format!(
+            "fixture {}",
+            file.file_name().unwrap_or_default().to_string_lossy()
+        );
+        crds.extend(derive(&origin, &file));
+    }
+    let fixtures = crds.len();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    if let Some(sources) = support::kopium_sources(scratch.path(), test) {
+        for kopium in sources {
+            crds.extend(derive(&format!("kopium {}", kopium.name), &kopium.path));
+        }
+    }
+    assert!(fixtures >= 60, "only {fixtures} fixture CRDs were derived");
+
+    let (mut accepted, mut refused) = (0, 0);
+    let mut disagreements = Vec::new();
+    let mut warned = std::collections::BTreeSet::new();
+    for crd in &crds {
+        let verdict = apply(&plane, &crd.yaml);
+        warned.extend(verdict.warnings);
+        match (&verdict.refusal, crd.lint_errors.is_empty()) {
+            (None, true) => accepted += 1,
+            (Some(_), false) => refused += 1,
+            (None, false) => disagreements.push(format!(
+                "{} ({}): accepted by the server, but the lint says: {}",
+                crd.name,
+                crd.origin,
+                crd.lint_errors.join("; ")
+            )),
+            (Some(why), true) => disagreements.push(format!(
+                "{} ({}): refused by the server, the lint is silent: {why}",
+                crd.name, crd.origin
+            )),
+        }
+    }
+    eprintln!(
+        "{} CRDs: {accepted} accepted, {refused} refused (both as the lint predicted), {} disagreements",
+        crds.len(),
+        disagreements.len()
+    );
+    for warning in &warned {
+        eprintln!("server {warning}");
+    }
+    assert!(
+        disagreements.is_empty(),
+        "the lint and the API server disagree:\n{}\n{}",
+        disagreements.join("\n"),
+        plane.logs()
+    );
+    assert!(accepted > refused, "{accepted} accepted, {refused} refused");
+}
+
+/// The samples `create api` writes are objects the API server accepts once the CRDs are in.
+#[test]
+fn the_samples_of_a_scaffolded_project_pass_a_server_side_dry_run() {
+    let test = "the_samples_of_a_scaffolded_project_pass_a_server_side_dry_run";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    for args in [
+        "--group apps --version v1alpha1 --kind Blog",
+        "--group apps --version v1 --kind Blog",
+        "--group db --version v1 --kind Tenant --namespaced=false",
+        "--group platform-engineering --version v1beta1 --kind ApplicationNetworkPolicyBinding",
+    ] {
+        let args: Vec<&str> = args.split_whitespace().collect();
+        support::create_api_ok(&project, &args);
+    }
+    let crds = plane
+        .kubectl()
+        .args(["kustomize"])
+        .arg(project.join("config/crd"))
+        .output()
+        .expect("kubectl kustomize");
+    assert!(crds.status.success(), "{crds:?}");
+    let install = plane.kubectl_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        &String::from_utf8_lossy(&crds.stdout),
+    );
+    assert!(install.status.success(), "make install failed: {install:?}");
+    wait_established(&plane);
+    let samples = project.join("config/samples");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&samples).expect("samples") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name == "kustomization.yaml" {
+            continue;
+        }
+        count += 1;
+        let out = plane
+            .kubectl()
+            .args(["apply", "--server-side", "--dry-run=server", "-f"])
+            .arg(&path)
+            .output()
+            .expect("kubectl");
+        assert!(
+            out.status.success(),
+            "{name} refused: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(count, 4, "one sample per kind and version");
+}
+
+/// Waits until every CRD is established, so objects of its kinds can be created.
+pub fn wait_established(plane: &ControlPlane) {
+    let out = plane
+        .kubectl()
+        .args([
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ])
+        .output()
+        .expect("kubectl wait");
+    assert!(out.status.success(), "CRDs not established: {out:?}");
+}
