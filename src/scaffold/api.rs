@@ -427,6 +427,19 @@ fn plan_resource(
     if controller {
         let text = templates::render("api/controller.rs.tera", &context)?;
         register_controller(changes, &kind, &context, text, options.force)?;
+        // Projects scaffolded before kopgen wrote integration tests have no such file.
+        if changes.read(INTEGRATION_TESTS)?.is_some() {
+            let test = format!(
+                "converges_and_cleans_up!({}_{}_{}, \"config/samples/{sample}\");",
+                kind.group_mod, kind.version_mod, kind.kind_snake
+            );
+            edit(
+                changes,
+                INTEGRATION_TESTS,
+                "+kopgen:scaffold:integration-tests",
+                &[test],
+            )?;
+        }
     }
 
     let resource = Resource {
@@ -449,6 +462,9 @@ fn plan_resource(
     upsert(project, resource);
     Ok(())
 }
+
+/// The generated project's integration tests, one line per kind with a controller.
+const INTEGRATION_TESTS: &str = "tests/integration.rs";
 
 /// The project's own kind of this group, version and kind, if it has one.
 fn own_kind(project: &Project, options: &ApiOptions) -> Option<Resource> {
