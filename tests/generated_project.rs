@@ -9,7 +9,7 @@ mod support;
 
 use std::{path::Path, process::Command};
 
-use support::{Session, cargo_ok, have, run_kopgen};
+use support::{Session, cargo_ok, run_kopgen};
 
 fn create_api(project: &Path, args: &str) {
     let args: Vec<&str> = args.split_whitespace().collect();
@@ -58,7 +58,17 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
     }
     cargo_ok(&project, &["fmt", "--all", "--", "--check"]);
     cargo_ok(&project, &["build", "--all-targets"]);
-    cargo_ok(&project, &["test"]);
+    // Every scaffolded test ran and passed, by name; the integration and e2e tests are the
+    // ignored ones (they need a control plane or a cluster).
+    let output = support::cargo(&project, &["test"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "cargo test failed:\n{stdout}");
+    let expected: Vec<(String, String)> = support::declared_tests(&project)
+        .into_iter()
+        .map(|(name, ignored)| (name, if ignored { "ignored" } else { "ok" }.to_owned()))
+        .collect();
+    assert!(expected.len() > 20, "scaffolded tests: {expected:?}");
+    assert_eq!(support::reported_tests(&stdout), expected, "{stdout}");
     cargo_ok(
         &project,
         &["clippy", "--all-targets", "--", "-D", "warnings"],
@@ -77,10 +87,11 @@ fn config_yaml_files(project: &Path) -> Vec<String> {
 }
 
 fn assert_valid_kubernetes_yaml(project: &Path) {
-    if !have("kubernetes-validate") {
-        eprintln!(
-            "notice: kubernetes-validate is not installed (pip install kubernetes-validate); skipping schema validation"
-        );
+    if !support::need(
+        "kubernetes-validate",
+        "schema validation of config/",
+        "pip install kubernetes-validate",
+    ) {
         return;
     }
     let files = config_yaml_files(project);
@@ -99,8 +110,11 @@ fn assert_valid_kubernetes_yaml(project: &Path) {
 }
 
 fn kustomize(project: &Path, dir: &str) -> Option<String> {
-    if !have("kubectl") {
-        eprintln!("notice: kubectl is not installed; skipping `kubectl kustomize {dir}`");
+    if !support::need(
+        "kubectl",
+        &format!("kubectl kustomize {dir}"),
+        "see kubernetes.io/docs/tasks/tools",
+    ) {
         return None;
     }
     let output = Command::new("kubectl")

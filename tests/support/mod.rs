@@ -224,6 +224,72 @@ pub fn cargo_ok(project: &Path, args: &[&str]) {
     );
 }
 
+/// The tests a generated project declares (`#[test]`, `#[tokio::test]`, and the integration
+/// tests `converges_and_cleans_up!(name, ...)` declares), by function name, each with whether
+/// it is `#[ignore]`d; a name declared twice (in two controllers) is listed twice.
+pub fn declared_tests(project: &Path) -> Vec<(String, bool)> {
+    let mut tests = Vec::new();
+    for (path, contents) in tree(project) {
+        let Some(bytes) =
+            contents.filter(|_| path.ends_with(".rs") && !path.starts_with("target/"))
+        else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let (mut pending, mut ignored, mut invocation) = (false, false, false);
+        for line in text.lines().map(str::trim) {
+            let ident = |text: &str| -> String {
+                text.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            };
+            if invocation {
+                // rustfmt put a long invocation's arguments on lines of their own.
+                tests.push((ident(line), true));
+                invocation = false;
+            } else if line == "#[test]" || line == "#[tokio::test]" {
+                (pending, ignored) = (true, false);
+            } else if pending && line.starts_with("#[ignore") {
+                ignored = true;
+            } else if pending && let Some(at) = line.find("fn ") {
+                let name: String = line[at + 3..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                // `fn $test()` in a macro body: its invocations are the tests.
+                if !name.is_empty() {
+                    tests.push((name, ignored));
+                }
+                pending = false;
+            } else if let Some(rest) = line.strip_prefix("converges_and_cleans_up!(") {
+                match ident(rest) {
+                    name if name.is_empty() => invocation = true,
+                    name => tests.push((name, true)),
+                }
+            }
+        }
+    }
+    tests.sort();
+    tests
+}
+
+/// The (name, outcome) of each test libtest reported in `output` (`test a::b ... ok` gives
+/// `("b", "ok")`), sorted.
+pub fn reported_tests(output: &str) -> Vec<(String, String)> {
+    let mut tests: Vec<(String, String)> = output
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("test ")?;
+            let (path, outcome) = rest.split_once(" ... ")?;
+            let name = path.rsplit("::").next()?.to_owned();
+            let outcome = outcome.split([' ', ',']).next()?.to_owned();
+            Some((name, outcome))
+        })
+        .collect();
+    tests.sort();
+    tests
+}
+
 /// Whether an external tool is on PATH; tests that need it print a notice and skip otherwise.
 pub fn have(tool: &str) -> bool {
     Command::new(tool).arg("--help").output().is_ok()
@@ -272,7 +338,8 @@ pub struct KopiumSource {
 /// where the corpus or kopium is missing.
 pub fn kopium_sources(scratch: &Path, test: &str) -> Option<Vec<KopiumSource>> {
     let Some(corpus) = corpus_dir() else {
-        skip(test, "../shared/corpus/crds not found");
+        // Data beside the repository, not a tool: its absence is never a CI failure.
+        control_plane::skip_notice(test, "../shared/corpus/crds not found");
         return None;
     };
     if !need("kopium", test, "cargo install kopium") {
