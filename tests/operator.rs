@@ -111,7 +111,7 @@ fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 }
 
 /// Polls `check` until it returns `Some`, or fails the test with `what` after `CONVERGE`.
-fn eventually<T>(what: &str, context: impl Fn() -> String, check: impl Fn() -> Option<T>) -> T {
+fn eventually<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
     let deadline = Instant::now() + CONVERGE;
     loop {
         if let Some(value) = check() {
@@ -160,23 +160,23 @@ fn get(plane: &ControlPlane, resource: &str, name: &str, namespace: &str) -> Opt
         .then(|| serde_json::from_slice(&out.stdout).expect("kubectl prints JSON"))
 }
 
-fn blog(name: &str, version: &str, foo: &str) -> String {
+fn blog(name: &str, version: &str, value: &str) -> String {
     format!(
-        "apiVersion: apps.example.com/{version}\nkind: Blog\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  foo: {foo}\n"
+        "apiVersion: apps.example.com/{version}\nkind: Blog\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  foo: {value}\n"
     )
 }
 
 /// Waits until the Blog's ConfigMap holds `foo` and is controlled by the Blog, and the Blog's
 /// status says Ready for its current generation.
-fn converged(plane: &ControlPlane, name: &str, foo: &str, context: &dyn Fn() -> String) {
+fn converged(plane: &ControlPlane, name: &str, value: &str, context: &dyn Fn() -> String) {
     eventually(
-        &format!("ConfigMap of {name} holds foo={foo}"),
+        &format!("ConfigMap of {name} holds foo={value}"),
         context,
         || {
             let blog = get(plane, "blogs.apps.example.com", name, "default")?;
             let cm = get(plane, "configmap", name, "default")?;
             let owner = &cm["metadata"]["ownerReferences"][0];
-            (cm["data"]["foo"] == foo
+            (cm["data"]["foo"] == value
                 && owner["uid"] == blog["metadata"]["uid"]
                 && owner["controller"] == true
                 && owner["kind"] == "Blog")
