@@ -328,6 +328,20 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     );
     lap("install config/default", &mut timings);
 
+    // Impersonation really restricts: a ServiceAccount without the generated RBAC is refused
+    // (so the runs below are authorized by that RBAC alone, not by the admin's token).
+    let nobody = plane
+        .kubeconfig_as("system:serviceaccount:demo-system:nobody")
+        .expect("kubeconfig");
+    let mut refused = Manager::start(&binary, &nobody, "manager-0", session.path());
+    eventually(
+        "a manager without RBAC is refused",
+        &|| refused_log(&session),
+        || refused_log(&session).contains("forbidden").then_some(()),
+    );
+    refused.terminate();
+    lap("without RBAC: forbidden", &mut timings);
+
     let sa_kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
     let mut first = Manager::start(&binary, &sa_kubeconfig, "manager-1", session.path());
     let context = || format!("--- manager-1\n{}\n{}", first_log(&session), plane.logs());
@@ -461,6 +475,11 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         Some("manager-1"),
         "one leader"
     );
+    let waiting = second.log();
+    assert!(
+        waiting.contains("waiting for leadership") && !waiting.contains("became leader"),
+        "manager-2 must wait while manager-1 leads:\n{waiting}"
+    );
     let handover = Instant::now();
     let code = first.terminate();
     assert_eq!(
@@ -537,6 +556,10 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     // Every request was allowed (no 403 above), so anything "used but not granted" would be an
     // error in this accounting, not in the RBAC.
     assert!(ungranted.is_empty(), "used without a grant: {ungranted:?}");
+}
+
+fn refused_log(session: &support::Session) -> String {
+    std::fs::read_to_string(session.join("manager-0.log")).unwrap_or_default()
 }
 
 fn first_log(session: &support::Session) -> String {
