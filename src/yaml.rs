@@ -16,11 +16,31 @@ const FENCE: char = '\u{E000}';
 
 /// `value` as YAML that YAML 1.1 readers (Kubernetes tooling) and YAML 1.2 readers read alike.
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, serde_yaml::Error> {
+    // Almost no CRD holds such a string: serde_yaml's text is the answer unless a line might.
+    let text = serde_yaml::to_string(value)?;
+    if !text.lines().any(might_hold_ambiguous_plain_scalar) {
+        return Ok(text);
+    }
     let mut value = serde_yaml::to_value(value)?;
     if holds_fence(&value) || !fence(&mut value) {
         return serde_yaml::to_string(&value);
     }
     Ok(serde_yaml::to_string(&value)?.replace(FENCE, "'"))
+}
+
+/// A cheap, conservative look at one line of serde_yaml's output: false only if no plain key or
+/// value on it is ambiguous. (A line of a block scalar may look like one; the exact path that
+/// then runs decides.)
+fn might_hold_ambiguous_plain_scalar(line: &str) -> bool {
+    let mut rest = line.trim_start();
+    while let Some(item) = rest.strip_prefix("- ") {
+        rest = item.trim_start();
+    }
+    let (key, value) = match rest.split_once(": ") {
+        Some((key, value)) => (key, value),
+        None => (rest.strip_suffix(':').unwrap_or(rest), ""),
+    };
+    is_ambiguous(key) || is_ambiguous(value) || is_ambiguous(rest)
 }
 
 /// Whether any string holds the fence character, which would then be turned into a quote.
