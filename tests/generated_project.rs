@@ -73,6 +73,19 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
         &project,
         &["clippy", "--all-targets", "--", "-D", "warnings"],
     );
+    // A CRD file with no kind behind it (a kind deleted from the code) fails tests/crds.rs.
+    std::fs::write(
+        project.join("config/crd/bases/old.example.com_gones.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n",
+    )
+    .expect("write");
+    let stray = support::cargo(&project, &["test", "--test", "crds"]);
+    let stdout = String::from_utf8_lossy(&stray.stdout);
+    assert!(!stray.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("config/crd/bases/old.example.com_gones.yaml belongs to no kind"),
+        "{stdout}"
+    );
 }
 
 /// Every YAML file under `config/`, skipping CRD bases (written by `kopgen manifests`).
