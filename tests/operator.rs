@@ -50,7 +50,7 @@ impl Manager {
                 &format!("--leader-election-identity={name}"),
             ])
             .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info,demo=debug")
             .stdout(out.try_clone().expect("log"))
             .stderr(out)
             .spawn()
@@ -327,6 +327,30 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         ],
     );
     lap("install config/default", &mut timings);
+
+    // A probe port in use stops the manager at once, with the address in the error.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port();
+    let blocked = Command::new(&binary)
+        .args([
+            &format!("--health-probe-bind-address=127.0.0.1:{taken_port}"),
+            "--metrics-bind-address=0",
+        ])
+        .env("KUBECONFIG", plane.kubeconfig())
+        .output()
+        .expect("the manager runs");
+    let said = String::from_utf8_lossy(&blocked.stderr);
+    assert!(
+        !blocked.status.success(),
+        "a manager without its probe port ran"
+    );
+    assert!(
+        said.contains(&format!(
+            "cannot listen on the health probe address 127.0.0.1:{taken_port}"
+        )),
+        "{said}"
+    );
+    drop(taken);
 
     // Impersonation really restricts: a ServiceAccount without the generated RBAC is refused
     // (so the runs below are authorized by that RBAC alone, not by the admin's token).
