@@ -106,7 +106,7 @@ go build -trimpath -ldflags "-s -w" -o "$work/bin/etcd" .
 mkdir -p "$root"
 rm -rf "$assets.new"
 mkdir "$assets.new"
-for bin in "${binaries[@]}"; do cp "$work/bin/$bin" "$assets.new/$bin"; done
+for bin in "${binaries[@]}"; do mv "$work/bin/$bin" "$assets.new/$bin"; done
 echo "$stamp" >"$assets.new/.stamp"
 rm -rf "$assets"
 mv "$assets.new" "$assets"
