@@ -34,6 +34,7 @@ fn api_options(path: PathBuf) -> ApiOptions {
         namespaced: true,
         resource: true,
         controller: true,
+        finalizer: false,
         force: false,
     }
 }

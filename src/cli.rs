@@ -123,6 +123,10 @@ pub struct ApiArgs {
     /// Scaffold a controller for the kind.
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub controller: bool,
+    /// Give the controller a finalizer and a `cleanup` to fill in, for kinds that hold
+    /// something outside the cluster. Without it, deletion never waits for the operator.
+    #[arg(long)]
+    pub finalizer: bool,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
@@ -238,6 +242,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 namespaced: args.namespaced,
                 resource: args.resource,
                 controller: args.controller,
+                finalizer: args.finalizer,
                 force: args.force,
             };
             let changes = api::plan(&options).context("kopgen create api")?;

@@ -155,8 +155,7 @@ fn controllers_for_built_in_kinds() {
         "{deployment}"
     );
     assert!(
-        deployment
-            .contains("// +kopgen:rbac:groups=apps,resources=deployments,verbs=get;list;watch")
+        deployment.contains("// +kopgen:rbac:groups=apps,resources=deployments,verbs=list;watch")
     );
     assert!(
         !project.join("src/api/apps").exists(),

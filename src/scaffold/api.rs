@@ -26,6 +26,8 @@ pub struct ApiOptions {
     pub namespaced: bool,
     pub resource: bool,
     pub controller: bool,
+    /// The controller gets a finalizer and a `cleanup` to fill in.
+    pub finalizer: bool,
     pub force: bool,
 }
 
@@ -365,12 +367,7 @@ fn plan_resource(
     )?;
 
     let kebab = options.kind.to_kebab_case();
-    let sample = format!(
-        "{}_{}_{}.yaml",
-        options.group,
-        options.version,
-        options.kind.to_snake_case()
-    );
+    let sample = sample_file(&options.group, &options.version, &options.kind);
     put_new(
         changes,
         &format!("config/samples/{sample}"),
@@ -425,21 +422,7 @@ fn plan_resource(
 
     let controller = options.controller && !has_controller;
     if controller {
-        let text = templates::render("api/controller.rs.tera", &context)?;
-        register_controller(changes, &kind, &context, text, options.force)?;
-        // Projects scaffolded before kopgen wrote integration tests have no such file.
-        if changes.read(INTEGRATION_TESTS)?.is_some() {
-            let test = format!(
-                "converges_and_cleans_up!({}_{}_{}, \"config/samples/{sample}\");",
-                kind.group_mod, kind.version_mod, kind.kind_snake
-            );
-            edit(
-                changes,
-                INTEGRATION_TESTS,
-                "+kopgen:scaffold:integration-tests",
-                &[test],
-            )?;
-        }
+        add_controller(changes, &kind, &mut context, options)?;
     }
 
     let resource = Resource {
@@ -461,6 +444,40 @@ fn plan_resource(
     };
     upsert(project, resource);
     Ok(())
+}
+
+/// The controller of one of the project's kinds, registered with the manager and with the
+/// integration tests (which create the kind's sample of this version).
+fn add_controller(
+    changes: &mut ChangeSet,
+    kind: &Kind,
+    context: &mut tera::Context,
+    options: &ApiOptions,
+) -> Result<(), ApiError> {
+    let sample = sample_file(&kind.group, &kind.version, &kind.kind);
+    context.insert("finalizer", &options.finalizer);
+    context.insert("sample", &sample);
+    let text = templates::render("api/controller.rs.tera", context)?;
+    register_controller(changes, kind, context, text, options.force)?;
+    // Projects scaffolded before kopgen wrote integration tests have no such file.
+    if changes.read(INTEGRATION_TESTS)?.is_some() {
+        let test = format!(
+            "converges_and_cleans_up!({}_{}_{}, \"config/samples/{sample}\");",
+            kind.group_mod, kind.version_mod, kind.kind_snake
+        );
+        edit(
+            changes,
+            INTEGRATION_TESTS,
+            "+kopgen:scaffold:integration-tests",
+            &[test],
+        )?;
+    }
+    Ok(())
+}
+
+/// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
+fn sample_file(group: &str, version: &str, kind: &str) -> String {
+    format!("{group}_{version}_{}.yaml", kind.to_snake_case())
 }
 
 /// The generated project's integration tests, one line per kind with a controller.
@@ -512,9 +529,8 @@ fn plan_own_controller(
         plural,
         namespaced,
     );
-    let context = kind.context(project, header);
-    let text = templates::render("api/controller.rs.tera", &context)?;
-    register_controller(changes, &kind, &context, text, options.force)?;
+    let mut context = kind.context(project, header);
+    add_controller(changes, &kind, &mut context, options)?;
     own.controller = true;
     upsert(project, own);
     Ok(())
