@@ -593,11 +593,10 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         (lease_holder(&plane).as_deref() == Some("manager-2")).then_some(())
     });
     let took_over = handover.elapsed();
-    // A follower polls the Lease when the leader's last renewal expires: at most the lease
-    // duration (15 s) after the SIGTERM, plus the time of one request.
+    // The leader released the Lease; a follower tries every 2 s.
     assert!(
-        took_over < Duration::from_secs(17),
-        "hand-over took {took_over:?}"
+        took_over < Duration::from_secs(15),
+        "hand-over took {took_over:?}, more than the lease duration"
     );
     apply(&plane, &blog("after", "v1", "new"));
     converged(&plane, "after", "new", &context);
@@ -724,4 +723,152 @@ fn make_test_integration_runs_each_kinds_test_on_a_real_control_plane() {
     .into_iter()
     .collect();
     assert_eq!(ran, expected, "{stdout}");
+}
+
+/// A TCP proxy between one manager and the API server that the test can cut, as a network
+/// partition would: open connections are shut and new ones closed at once.
+struct Proxy {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        use std::sync::{
+            Arc, Mutex,
+            atomic::{AtomicBool, Ordering},
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (flag, streams) = (cut.clone(), open.clone());
+        thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if flag.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                for stream in [&client, &server] {
+                    if let Ok(clone) = stream.try_clone() {
+                        streams.lock().expect("lock").push(clone);
+                    }
+                }
+                for (mut from, mut to) in [
+                    (client.try_clone(), server.try_clone()),
+                    (server.try_clone(), client.try_clone()),
+                ]
+                .into_iter()
+                .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+                {
+                    thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        let watcher = cut.clone();
+        thread::spawn(move || {
+            while !watcher.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(20));
+            }
+            for stream in open.lock().expect("lock").drain(..) {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        Proxy { port, cut }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A leader cut off from the API server stops reconciling (and exits) before a follower can
+/// take the Lease: there are never two leaders, even when the old one cannot learn it lost.
+#[test]
+fn a_leader_cut_off_from_the_api_server_stops_before_another_takes_over() {
+    let test = "a_leader_cut_off_from_the_api_server_stops_before_another_takes_over";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
+    support::cargo_ok(&project, &["build"]);
+    let binary = support::shared_target_dir().join("debug/demo");
+    let rendered = kubectl_ok(
+        &plane,
+        &[
+            "kustomize",
+            &project.join("config/default").display().to_string(),
+        ],
+    );
+    apply(&plane, &rendered);
+
+    let direct = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
+    let apiserver_port: u16 = plane
+        .server
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let proxy = Proxy::start(apiserver_port);
+    let proxied = session.join("proxied.kubeconfig");
+    std::fs::write(
+        &proxied,
+        std::fs::read_to_string(&direct)
+            .expect("kubeconfig")
+            .replace(&plane.server, &format!("https://127.0.0.1:{}", proxy.port)),
+    )
+    .expect("write");
+
+    let mut leader = Manager::start(&binary, &proxied, "manager-1", session.path());
+    let context = || format!("--- manager-1\n{}\n{}", first_log(&session), plane.logs());
+    eventually("manager-1 holds the Lease", &context, || {
+        (lease_holder(&plane).as_deref() == Some("manager-1")).then_some(())
+    });
+    let mut follower = Manager::start(&binary, &direct, "manager-2", session.path());
+    eventually("manager-2 answers /readyz", &context, || {
+        http_get(follower.probes, "/readyz").filter(|(code, _)| *code == 200)
+    });
+
+    proxy.cut();
+    let cut_at = Instant::now();
+    let (mut leader_stopped, mut follower_took) = (None, None);
+    while cut_at.elapsed() < Duration::from_secs(40)
+        && (leader_stopped.is_none() || follower_took.is_none())
+    {
+        if leader_stopped.is_none() && leader.child.try_wait().ok().flatten().is_some() {
+            leader_stopped = Some(cut_at.elapsed());
+        }
+        if follower_took.is_none() && lease_holder(&plane).as_deref() == Some("manager-2") {
+            follower_took = Some(cut_at.elapsed());
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let log = leader.log();
+    let stopped = leader_stopped.unwrap_or_else(|| panic!("manager-1 kept running:\n{log}"));
+    let took = follower_took.unwrap_or_else(|| panic!("manager-2 never led:\n{}", follower.log()));
+    eprintln!(
+        "cut at 0 s: manager-1 stopped at {stopped:.2?}, manager-2 took the Lease at {took:.2?}"
+    );
+    assert!(log.contains("renew deadline"), "{log}");
+    assert!(
+        stopped < took,
+        "two leaders: manager-1 stopped at {stopped:?}, manager-2 led at {took:?}"
+    );
+    assert_ne!(
+        leader.child.wait().ok().and_then(|s| s.code()),
+        Some(0),
+        "{log}"
+    );
+    assert_eq!(follower.terminate(), Some(0), "{}", follower.log());
 }
