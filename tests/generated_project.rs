@@ -73,6 +73,20 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
         &project,
         &["clippy", "--all-targets", "--", "-D", "warnings"],
     );
+    // A newcomer's first edit: a field with a default in the spec. The scaffolded tests build
+    // their objects from the samples, so they still compile and pass.
+    let types = project.join("src/api/apps/v1alpha1/blog.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    let edited = text.replacen(
+        "    pub foo: Option<String>,\n",
+        "    pub foo: Option<String>,\n\n    /// How many replicas.\n    #[serde(default)]\n    pub replicas: i32,\n",
+        1,
+    );
+    assert_ne!(edited, text, "the spec has the example field");
+    std::fs::write(&types, edited).expect("write");
+    assert_eq!(run_kopgen(&project, &["manifests"]).status, 0);
+    cargo_ok(&project, &["test"]);
+
     // A CRD file with no kind behind it (a kind deleted from the code) fails tests/crds.rs.
     std::fs::write(
         project.join("config/crd/bases/old.example.com_gones.yaml"),

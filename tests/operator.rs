@@ -370,6 +370,12 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         &|| refused_log(&session),
         || refused_log(&session).contains("forbidden").then_some(()),
     );
+    // Leader election is refused first; nothing is reported as a failed reconcile.
+    assert!(
+        !refused_log(&session).contains("reconcile failed"),
+        "{}",
+        refused_log(&session)
+    );
     refused.terminate();
     lap("without RBAC: forbidden", &mut timings);
 

@@ -474,7 +474,7 @@ fn bad_flags_are_errors_and_change_nothing() {
         ),
         (create(&["--kind", "Self"]), "invalid kind"),
         (create(&["--kind", "JsonSchema"]), "invalid kind"),
-        (create(&["--kind", "Patch"]), "invalid kind"),
+        (create(&["--kind", "Reconcile"]), "invalid kind"),
         (create(&["--kind", "ObjectMeta"]), "invalid kind"),
         (create(&["--kind", "Ok"]), "invalid kind"),
         (
