@@ -410,6 +410,28 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     converged(&plane, "first", "baz", &context);
     lap("spec edit reaches the child", &mut timings);
 
+    // A key the spec no longer asks for is removed from the child.
+    kubectl_ok(
+        &plane,
+        &[
+            "patch",
+            "blogs.apps.example.com",
+            "first",
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"foo":null}}"#,
+        ],
+    );
+    eventually("foo is removed from the child", &context, || {
+        let cm = get(&plane, "configmap", "first", "default")?;
+        cm["data"]["foo"].is_null().then_some(())
+    });
+    apply(&plane, &blog("first", "v1", "baz"));
+    converged(&plane, "first", "baz", &context);
+    lap("a removed spec field leaves the child", &mut timings);
+
     // An edit of the child by someone else is repaired.
     kubectl_ok(
         &plane,
