@@ -1,0 +1,378 @@
+//! The generated operator side by side with a Kubebuilder one, on a real control plane.
+//!
+//! `cargo bench --bench operators` builds both managers (kopgen's scaffold in release mode;
+//! the Kubebuilder project of `benches/operators/build-go-operator.sh`), then for each and for
+//! each object count (`KOPGEN_BENCH_OBJECTS`, default `1000,10000`) starts a fresh etcd and
+//! kube-apiserver (`.ci/control-plane.sh` builds them), installs the operator's CRD, starts the
+//! manager as a ServiceAccount, creates the objects at once and measures:
+//! - the time until every object is Ready at its generation;
+//! - the API requests the manager sent per object (from the API server's audit log);
+//! - the manager's peak and steady resident memory and CPU seconds (from `/proc`);
+//! - the same after a restart of the manager (a relist of everything, nothing to change).
+//!
+//! It prints a Markdown table. Both managers run with their defaults (one reconcile at a time,
+//! no leader election).
+
+#[path = "../templates/init/tests/support/control_plane.rs.tera"]
+#[allow(dead_code)]
+mod control_plane;
+
+use std::{
+    fmt::Write as _,
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use control_plane::{ControlPlane, Options, free_port};
+
+const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
+
+struct Operator {
+    name: &'static str,
+    binary: PathBuf,
+    crds: PathBuf,
+    /// Flags beside the probe address.
+    args: Vec<String>,
+}
+
+#[derive(Default)]
+struct Figures {
+    ready_after: Duration,
+    requests: usize,
+    peak_rss_kib: u64,
+    steady_rss_kib: u64,
+    cpu: Duration,
+    relist_after: Duration,
+    relist_requests: usize,
+    relist_cpu: Duration,
+    relist_peak_rss_kib: u64,
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument selects nothing here.
+    let counts: Vec<usize> = std::env::var("KOPGEN_BENCH_OBJECTS")
+        .unwrap_or_else(|_| "1000,10000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let assets = assets();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let operators = [rust_operator(scratch.path()), go_operator()];
+    let mut table = String::from(
+        "| operator | objects | all Ready after | requests / object | peak RSS | steady RSS | CPU | relist: settled after | relist: requests / object | relist: CPU | relist: peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for &count in &counts {
+        for operator in &operators {
+            let f = run(&assets, operator, count);
+            let _ = writeln!(
+                table,
+                "| {} | {count} | {:.1} s | {:.2} | {:.1} MiB | {:.1} MiB | {:.1} s | {:.1} s | {:.2} | {:.1} s | {:.1} MiB |",
+                operator.name,
+                f.ready_after.as_secs_f64(),
+                f.requests as f64 / count as f64,
+                f.peak_rss_kib as f64 / 1024.0,
+                f.steady_rss_kib as f64 / 1024.0,
+                f.cpu.as_secs_f64(),
+                f.relist_after.as_secs_f64(),
+                f.relist_requests as f64 / count as f64,
+                f.relist_cpu.as_secs_f64(),
+                f.relist_peak_rss_kib as f64 / 1024.0,
+            );
+            eprintln!("{table}");
+        }
+    }
+    println!("{table}");
+}
+
+fn assets() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS") {
+        return PathBuf::from(dir);
+    }
+    let out = Command::new(repo().join(".ci/control-plane.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect(".ci/control-plane.sh runs");
+    assert!(out.status.success(), "the control plane could not be built");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shared_target_dir() -> PathBuf {
+    std::env::var_os("KOPGEN_TEST_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/kopgen/target")
+        })
+}
+
+fn run_ok(command: &mut Command) -> String {
+    let out = command.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// kopgen's scaffold: one namespaced kind, its manifests, a release build.
+fn rust_operator(scratch: &Path) -> Operator {
+    let kopgen = env!("CARGO_BIN_EXE_kopgen");
+    run_ok(Command::new(kopgen).current_dir(scratch).args([
+        "init",
+        "--path",
+        "bench",
+        "--project-name",
+        "bench",
+        "--domain",
+        "example.com",
+    ]));
+    let project = scratch.join("bench");
+    run_ok(Command::new(kopgen).current_dir(&project).args([
+        "create",
+        "api",
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--kind",
+        "Blog",
+    ]));
+    run_ok(Command::new(kopgen).current_dir(&project).arg("manifests"));
+    eprintln!("building the kopgen operator (release)");
+    run_ok(
+        Command::new("cargo")
+            .current_dir(&project)
+            .args(["build", "--release"])
+            .env("CARGO_TARGET_DIR", shared_target_dir())
+            .env_remove("RUSTFLAGS"),
+    );
+    Operator {
+        name: "kopgen (kube-rs 5)",
+        binary: shared_target_dir().join("release/bench"),
+        crds: project.join("config/crd/bases"),
+        args: vec!["--metrics-bind-address=0".into()],
+    }
+}
+
+/// The Kubebuilder project (controller-runtime v0.25), built by its script.
+fn go_operator() -> Operator {
+    eprintln!("building the Kubebuilder operator");
+    let out = run_ok(
+        Command::new(repo().join("benches/operators/build-go-operator.sh"))
+            .stderr(Stdio::inherit()),
+    );
+    let project = PathBuf::from(out.trim());
+    Operator {
+        name: "Kubebuilder (controller-runtime 0.25)",
+        binary: project.join("bin/manager"),
+        crds: project.join("config/crd/bases"),
+        args: vec!["--metrics-bind-address=0".into()],
+    }
+}
+
+fn kubectl(plane: &ControlPlane, args: &[&str]) -> String {
+    run_ok(plane.kubectl().args(args))
+}
+
+fn start_manager(operator: &Operator, kubeconfig: &Path, log: &Path) -> Child {
+    let port = free_port().expect("port");
+    Command::new(&operator.binary)
+        .args(&operator.args)
+        .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))
+        .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", "bench")
+        .env("RUST_LOG", "warn")
+        .stdout(std::fs::File::create(log).expect("log"))
+        .stderr(
+            std::fs::File::options()
+                .append(true)
+                .open(log)
+                .expect("log"),
+        )
+        .spawn()
+        .expect("the manager starts")
+}
+
+/// (VmHWM, VmRSS) in KiB, and CPU time, of a running process.
+fn usage(pid: u32) -> (u64, u64, Duration) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    // After the command name: state is field 3, utime 14 and stime 15 (1-based, of the line).
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+        .sum();
+    (
+        kib("VmHWM:"),
+        kib("VmRSS:"),
+        Duration::from_millis(ticks * 10),
+    )
+}
+
+/// Requests the manager's ServiceAccount sent, by the audit log.
+fn requests(plane: &ControlPlane) -> usize {
+    let needle = format!("\"impersonatedUser\":{{\"username\":\"{MANAGER_USER}\"");
+    std::fs::read_to_string(plane.audit_log())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
+fn ready_count(plane: &ControlPlane) -> usize {
+    let out = plane
+        .kubectl()
+        .args([
+            "get",
+            "blogs.apps.example.com",
+            "-n",
+            "bench",
+            "-o",
+            "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
+        ])
+        .output()
+        .expect("kubectl");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| *l == "True")
+        .count()
+}
+
+fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
+    eprintln!("{}: {count} objects", operator.name);
+    let options = Options {
+        audit: true,
+        ..Options::default()
+    };
+    let plane = ControlPlane::start_in(assets.to_path_buf(), options).expect("control plane");
+    let dir = tempfile::tempdir().expect("tempdir");
+    kubectl(&plane, &["create", "namespace", "bench"]);
+    kubectl(
+        &plane,
+        &[
+            "create",
+            "clusterrolebinding",
+            "bench-manager",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=bench:manager",
+        ],
+    );
+    kubectl(
+        &plane,
+        &[
+            "apply",
+            "--server-side",
+            "-f",
+            &operator.crds.display().to_string(),
+        ],
+    );
+    kubectl(
+        &plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ],
+    );
+    let kubeconfig = plane.kubeconfig_as(MANAGER_USER).expect("kubeconfig");
+    let mut manager = start_manager(operator, &kubeconfig, &dir.path().join("manager.log"));
+    thread::sleep(Duration::from_secs(3));
+
+    // The objects, in four files created in parallel.
+    let mut files = Vec::new();
+    for part in 0..4 {
+        let path = dir.path().join(format!("blogs-{part}.yaml"));
+        let mut file = std::fs::File::create(&path).expect("file");
+        for i in (part..count).step_by(4) {
+            let _ = writeln!(
+                file,
+                "---\napiVersion: apps.example.com/v1\nkind: Blog\nmetadata:\n  name: blog-{i}\n  namespace: bench\nspec:\n  foo: value-{i}"
+            );
+        }
+        files.push(path);
+    }
+    let started = Instant::now();
+    let creators: Vec<Child> = files
+        .iter()
+        .map(|file| {
+            plane
+                .kubectl()
+                .args(["create", "-f"])
+                .arg(file)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("kubectl create")
+        })
+        .collect();
+    for mut creator in creators {
+        let _ = creator.wait();
+    }
+    let mut peak = 0;
+    while ready_count(&plane) < count {
+        peak = peak.max(usage(manager.id()).0);
+        assert!(
+            started.elapsed() < Duration::from_secs(1800),
+            "{} did not converge: {}",
+            operator.name,
+            std::fs::read_to_string(dir.path().join("manager.log")).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_secs(1));
+    }
+    let mut figures = Figures {
+        ready_after: started.elapsed(),
+        requests: requests(&plane),
+        ..Figures::default()
+    };
+    thread::sleep(Duration::from_secs(10));
+    let (hwm, rss, cpu) = usage(manager.id());
+    figures.peak_rss_kib = hwm.max(peak);
+    figures.steady_rss_kib = rss;
+    figures.cpu = cpu;
+
+    // A restart: the new manager lists everything and finds nothing to change.
+    let _ = Command::new("kill")
+        .args(["-TERM", &manager.id().to_string()])
+        .status();
+    let _ = manager.wait();
+    let before = requests(&plane);
+    let restarted = Instant::now();
+    let mut manager = start_manager(operator, &kubeconfig, &dir.path().join("relist.log"));
+    let (mut last, mut last_change) = (before, Instant::now());
+    let mut relist_peak = 0;
+    while last_change.elapsed() < Duration::from_secs(5) {
+        thread::sleep(Duration::from_millis(250));
+        relist_peak = relist_peak.max(usage(manager.id()).0);
+        let now = requests(&plane);
+        if now != last {
+            (last, last_change) = (now, Instant::now());
+        }
+    }
+    figures.relist_after = last_change.duration_since(restarted);
+    figures.relist_requests = last - before;
+    let (hwm, _, cpu) = usage(manager.id());
+    figures.relist_cpu = cpu;
+    figures.relist_peak_rss_kib = hwm.max(relist_peak);
+    let _ = manager.kill();
+    let _ = manager.wait();
+    figures
+}
