@@ -14,7 +14,6 @@
 //! no leader election).
 
 #[path = "../templates/init/tests/support/control_plane.rs.tera"]
-#[allow(dead_code)]
 mod control_plane;
 
 use std::{
