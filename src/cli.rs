@@ -17,6 +17,7 @@ use crate::{
     scaffold::{
         api::{self, ApiOptions},
         init::{self, InitOptions, License},
+        webhook::{self, WebhookOptions},
     },
 };
 
@@ -98,6 +99,39 @@ pub enum CreateCommand {
                             kopgen create api --group apps --version v1 --kind Deployment --resource=false"
     )]
     Api(ApiArgs),
+    /// Add defaulting and validating admission webhooks for a kind of the project.
+    #[command(
+        after_help = "Examples:\n  kopgen create webhook --group apps --version v1 --kind Blog --defaulting --programmatic-validation"
+    )]
+    Webhook(WebhookArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WebhookArgs {
+    /// API group of the kind (as given to `create api`).
+    #[arg(long)]
+    pub group: String,
+    /// API version of the kind the webhooks receive.
+    #[arg(long)]
+    pub version: String,
+    /// Kind, in PascalCase.
+    #[arg(long)]
+    pub kind: String,
+    /// A mutating webhook with a `default` function to fill in.
+    #[arg(long)]
+    pub defaulting: bool,
+    /// A validating webhook with `validate_create`, `validate_update` and `validate_delete`.
+    #[arg(long)]
+    pub programmatic_validation: bool,
+    /// Project directory.
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Scaffold the kind's webhook file again (its code is replaced).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the files that would be written or edited, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -254,6 +288,25 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 )?;
             }
         }
+        Command::Create(CreateCommand::Webhook(args)) => {
+            let options = WebhookOptions {
+                path: args.path,
+                group: args.group,
+                version: args.version,
+                kind: args.kind,
+                defaulting: args.defaulting,
+                validation: args.programmatic_validation,
+                force: args.force,
+            };
+            let changes = webhook::plan(&options).context("kopgen create webhook")?;
+            finish(&changes, args.dry_run, out)?;
+            if !args.dry_run {
+                writeln!(
+                    out,
+                    "\nNext: fill in the functions marked TODO(user) in src/webhooks/, then\n  make manifests\n  make test"
+                )?;
+            }
+        }
         Command::Manifests(args) => return manifests(args, out),
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
         Command::Completion { shell } => {
@@ -393,12 +446,23 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // And webhook markers become config/webhook/manifests.yaml.
+    let webhooks = match &project {
+        Some(_) => {
+            let found = crate::webhooks::collect(&sources).context("kopgen manifests")?;
+            crate::webhooks::render(&found)
+        }
+        None => None,
+    };
     if args.stdout {
         for output in &outputs {
             write!(out, "---\n{}", output.contents)?;
         }
         if let Some(role) = &role {
             write!(out, "---\n{role}")?;
+        }
+        if let Some(webhooks) = &webhooks {
+            write!(out, "{webhooks}")?;
         }
         return Ok(());
     }
@@ -424,6 +488,9 @@ fn manifests(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     if let Some(role) = role {
         changes.put("config/rbac/role.yaml", role);
+    }
+    if let Some(webhooks) = webhooks {
+        changes.put(crate::webhooks::PATH, webhooks);
     }
     if args.check {
         let stale = changes.changes_with_old();

@@ -10,12 +10,14 @@ pub mod cli;
 pub mod insertion;
 pub mod k8s_kinds;
 pub mod manifests;
+pub mod markers;
 pub mod names;
 pub mod project;
 pub mod rbac;
 pub mod rustfmt;
 pub mod scaffold;
 pub mod templates;
+pub mod webhooks;
 pub mod yaml;
 
 /// The version recorded in `PROJECT` files and printed by `kopgen version`.

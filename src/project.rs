@@ -60,6 +60,9 @@ pub struct Resource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plural: Option<String>,
     pub version: String,
+    /// The webhooks `kopgen create webhook` scaffolded for this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<ResourceWebhooks>,
     /// Keys kopgen does not know: kept as they are.
     #[serde(flatten)]
     pub extra: std::collections::BTreeMap<String, serde_yaml::Value>,
@@ -70,6 +73,17 @@ pub struct Resource {
 pub struct ResourceApi {
     pub crd_version: String,
     pub namespaced: bool,
+}
+
+/// Kubebuilder's record of a kind's webhooks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceWebhooks {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defaulting: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub validation: bool,
+    pub webhook_version: String,
 }
 
 impl Resource {

@@ -11,7 +11,7 @@ use std::{
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::manifests::error::SourceError;
+use crate::{manifests::error::SourceError, markers};
 
 /// The role name controller-gen uses by default, which `config/rbac/role_binding.yaml` binds.
 pub const ROLE_NAME: &str = "manager-role";
@@ -61,21 +61,12 @@ pub struct Rule {
 /// Finds and parses every RBAC marker in `text` (the contents of `file`).
 pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> {
     let mut rules = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let Some(comment) = trimmed.strip_prefix("//") else {
-            continue;
-        };
-        let comment = comment.trim_start_matches(['/', '!']).trim();
-        let Some(body) = PREFIXES.iter().find_map(|p| comment.strip_prefix(p)) else {
-            continue;
-        };
-        let column = line.len() - trimmed.len() + 1;
+    for marker in markers::find(text, PREFIXES) {
         let at = |message: String| {
             SourceError {
             file: file.to_path_buf(),
-            line: number + 1,
-            column,
+            line: marker.line,
+            column: marker.column,
             message,
             help: Some(
                 "write `// +kopgen:rbac:groups=<group;...>,resources=<resource;...>,verbs=<verb;...>` \
@@ -85,7 +76,7 @@ pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> 
             unsupported: false,
         }
         };
-        rules.push(parse_rule(body.trim()).map_err(at)?);
+        rules.push(parse_rule(marker.body).map_err(at)?);
     }
     Ok(rules)
 }
@@ -93,7 +84,7 @@ pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> 
 fn parse_rule(body: &str) -> Result<Rule, String> {
     let mut rule = Rule::default();
     let mut has_verbs = false;
-    for pair in split_top(body, ',') {
+    for pair in markers::split_top(body, ',') {
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("malformed RBAC marker: `{pair}` is not key=value"))?;
@@ -175,23 +166,6 @@ fn parse_rule(body: &str) -> Result<Rule, String> {
         ));
     }
     Ok(rule)
-}
-
-/// Splits on `sep` outside double quotes.
-fn split_top(s: &str, sep: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut quoted = false;
-    for (i, c) in s.char_indices() {
-        if c == '"' {
-            quoted = !quoted;
-        } else if c == sep && !quoted {
-            out.push(&s[start..i]);
-            start = i + c.len_utf8();
-        }
-    }
-    out.push(&s[start..]);
-    out.into_iter().filter(|p| !p.trim().is_empty()).collect()
 }
 
 fn sorted(items: &[String]) -> Vec<String> {

@@ -34,6 +34,18 @@ fn multi_kind_project(session: &Session) -> std::path::PathBuf {
     ] {
         create_api(&project, args);
     }
+    for args in [
+        "--group apps --version v1 --kind Blog --defaulting --programmatic-validation",
+        "--group db --version v1 --kind Db --defaulting",
+        "--group platform-engineering --version v1beta1 --kind ApplicationNetworkPolicyBinding --programmatic-validation",
+    ] {
+        let args: Vec<&str> = ["create", "webhook"]
+            .into_iter()
+            .chain(args.split_whitespace())
+            .collect();
+        let run = run_kopgen(&project, &args);
+        assert_eq!(run.status, 0, "kopgen {args:?} failed:\n{}", run.stderr);
+    }
     project
 }
 
@@ -55,6 +67,18 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
             5,
             "{out}"
         );
+        // The webhooks, their Service and cert-manager's CA injection.
+        for expected in [
+            "kind: MutatingWebhookConfiguration",
+            "kind: ValidatingWebhookConfiguration",
+            "cert-manager.io/inject-ca-from: demo-system/demo-serving-cert",
+            "- demo-webhook-service.demo-system.svc",
+            "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
+            "path: /mutate-db-example-com-v1-db",
+            "path: /validate-apps-example-com-v1-blog",
+        ] {
+            assert!(out.contains(expected), "{expected}:\n{out}");
+        }
     }
     cargo_ok(&project, &["fmt", "--all", "--", "--check"]);
     cargo_ok(&project, &["build", "--all-targets"]);
@@ -102,11 +126,20 @@ fn a_multi_kind_project_builds_tests_and_lints_clean() {
     );
 }
 
-/// Every YAML file under `config/`, skipping CRD bases (written by `kopgen manifests`).
+/// Every YAML file under `config/` that holds Kubernetes objects: not kustomize's own inputs
+/// (transformer configurations, JSON patches, replacements), which have no `kind`.
 fn config_yaml_files(project: &Path) -> Vec<String> {
+    let is_objects = |bytes: &[u8]| {
+        serde_yaml::Deserializer::from_slice(bytes).all(|doc| {
+            <serde_yaml::Value as serde::Deserialize>::deserialize(doc)
+                .is_ok_and(|doc| doc.get("kind").is_some())
+        })
+    };
     let mut files: Vec<String> = support::tree(&project.join("config"))
         .into_iter()
-        .filter(|(path, contents)| contents.is_some() && path.ends_with(".yaml"))
+        .filter(|(path, contents)| {
+            path.ends_with(".yaml") && contents.as_deref().is_some_and(is_objects)
+        })
         .map(|(path, _)| format!("config/{path}"))
         .collect();
     files.sort();

@@ -11,7 +11,6 @@ mod support;
 
 use std::{
     collections::BTreeSet,
-    io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
     process::{Child, Command},
@@ -21,11 +20,10 @@ use std::{
 
 use serde_json::Value;
 use support::control_plane::{ControlPlane, Options, free_port};
+use support::{eventually, http_get};
 
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:demo-system:demo-controller-manager";
 const LEASE: &str = "demo.example.com";
-/// How long anything the operator should do may take before the test fails.
-const CONVERGE: Duration = Duration::from_secs(60);
 
 /// A manager process of the generated project, with its probe and metrics ports.
 struct Manager {
@@ -90,41 +88,6 @@ impl Drop for Manager {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// `GET http://127.0.0.1:<port><path>`: the status code and body, or `None` if nothing answers.
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    Some((code, body))
-}
-
-/// Polls `check` until it returns `Some`, or fails the test with `what` after `CONVERGE`.
-fn eventually<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + CONVERGE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within {CONVERGE:?}\n{}",
-            context()
-        );
-        thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -401,7 +364,8 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     assert_eq!(
         first_blog["metadata"]["finalizers"],
         serde_json::json!(["apps.example.com/finalizer"]),
-        "scaffolded with --finalizer"
+        "scaffolded with --finalizer: {first_blog:#}\n{}",
+        context()
     );
     lap("create: child and Ready status", &mut timings);
 

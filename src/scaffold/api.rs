@@ -113,16 +113,16 @@ pub enum ApiError {
 }
 
 /// The kind being scaffolded, with every name the templates need derived once.
-struct Kind {
-    group: String,
-    full_group: String,
-    version: String,
-    kind: String,
-    plural: String,
-    namespaced: bool,
-    group_mod: String,
-    version_mod: String,
-    kind_snake: String,
+pub(super) struct Kind {
+    pub(super) group: String,
+    pub(super) full_group: String,
+    pub(super) version: String,
+    pub(super) kind: String,
+    pub(super) plural: String,
+    pub(super) namespaced: bool,
+    pub(super) group_mod: String,
+    pub(super) version_mod: String,
+    pub(super) kind_snake: String,
 }
 
 /// Validates `options` against the project and renders every created and edited file in memory.
@@ -165,7 +165,7 @@ pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
 /// `make manifests` in between. Derived statically from the sources on disk with the pending
 /// changes laid over them; where that fails (the user's own code does not derive), the files
 /// are left for `kopgen manifests` to write and report on.
-fn put_manifests(changes: &mut ChangeSet, project: &Project) {
+pub(super) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
     use crate::manifests::{self, discover};
     let root = changes.root().to_path_buf();
     let src = root.join("src");
@@ -209,6 +209,12 @@ fn put_manifests(changes: &mut ChangeSet, project: &Project) {
         "config/rbac/role.yaml",
         crate::rbac::render(&rules, project.namespaced),
     );
+    if let Some(webhooks) = crate::webhooks::collect(&sources)
+        .ok()
+        .and_then(|found| crate::webhooks::render(&found))
+    {
+        changes.put(crate::webhooks::PATH, webhooks);
+    }
 }
 
 fn plan_resource(
@@ -440,6 +446,7 @@ fn plan_resource(
         ),
         plural: options.plural.clone(),
         version: options.version.clone(),
+        webhooks: None,
         extra: Default::default(),
     };
     upsert(project, resource);
@@ -476,7 +483,7 @@ fn add_controller(
 }
 
 /// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
-fn sample_file(group: &str, version: &str, kind: &str) -> String {
+pub(super) fn sample_file(group: &str, version: &str, kind: &str) -> String {
     format!("{group}_{version}_{}.yaml", kind.to_snake_case())
 }
 
@@ -595,6 +602,7 @@ fn plan_external_controller(
             path: builtin.rust_path.to_owned(),
             plural: None,
             version: builtin.version.to_owned(),
+            webhooks: None,
             extra: Default::default(),
         },
     );
@@ -602,7 +610,7 @@ fn plan_external_controller(
 }
 
 impl Kind {
-    fn new(
+    pub(super) fn new(
         group: &str,
         full_group: &str,
         version: &str,
@@ -623,7 +631,7 @@ impl Kind {
         }
     }
 
-    fn context(&self, project: &Project, header: &str) -> tera::Context {
+    pub(super) fn context(&self, project: &Project, header: &str) -> tera::Context {
         let mut context = tera::Context::new();
         context.insert("header", header);
         context.insert("project_name", &project.project_name);
@@ -733,7 +741,7 @@ fn register_module(
 }
 
 /// Inserts `lines` right above `marker` in `file`, which must exist.
-fn edit(
+pub(super) fn edit(
     changes: &mut ChangeSet,
     file: &str,
     marker: &str,
@@ -743,7 +751,7 @@ fn edit(
 }
 
 /// Inserts `lines` into the sorted list above `marker` (module and `use` lists).
-fn edit_sorted(
+pub(super) fn edit_sorted(
     changes: &mut ChangeSet,
     file: &str,
     marker: &str,
@@ -773,7 +781,12 @@ fn edit_at(
 }
 
 /// Adds a file this command owns; an existing one is only replaced with --force.
-fn put_new(changes: &mut ChangeSet, file: &str, text: String, force: bool) -> Result<(), ApiError> {
+pub(super) fn put_new(
+    changes: &mut ChangeSet,
+    file: &str,
+    text: String,
+    force: bool,
+) -> Result<(), ApiError> {
     if !force && changes.exists(file) {
         return Err(ApiError::FileExists(file.to_owned()));
     }
@@ -793,7 +806,12 @@ fn upsert(project: &mut Project, resource: Resource) {
         // Keys kopgen does not know stay with the entry.
         Some(existing) => {
             let extra = std::mem::take(&mut existing.extra);
-            *existing = Resource { extra, ..resource };
+            let webhooks = resource.webhooks.clone().or(existing.webhooks.take());
+            *existing = Resource {
+                extra,
+                webhooks,
+                ..resource
+            };
         }
         None => project.resources.push(resource),
     }

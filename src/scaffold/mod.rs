@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod init;
+pub mod webhook;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

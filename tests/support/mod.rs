@@ -6,8 +6,12 @@ pub mod scan;
 
 use std::{
     collections::BTreeMap,
+    io::{Read, Write},
+    net::TcpStream,
     path::{Path, PathBuf},
     process::{Command, Output},
+    thread,
+    time::{Duration, Instant},
 };
 
 /// A fixed clock for copyright years, so snapshots do not change on New Year's Day.
@@ -426,5 +430,43 @@ pub fn control_plane(
             // Binaries that exist but do not start are a failure, not a skip.
             panic!("{test}: the control plane did not start: {why}")
         }
+    }
+}
+
+/// How long anything a test waits for on a control plane may take before the test fails.
+pub const CONVERGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `GET http://127.0.0.1:<port><path>`: the status code and body, or `None` if nothing answers.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    Some((code, body))
+}
+
+/// Polls `check` until it returns `Some`, or fails the test with `what` after `CONVERGE`.
+pub fn eventually<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {CONVERGE:?}\n{}",
+            context()
+        );
+        thread::sleep(Duration::from_millis(200));
     }
 }

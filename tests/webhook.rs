@@ -1,0 +1,301 @@
+//! `kopgen create webhook` on a real control plane: a scaffolded project's defaulting and
+//! validating webhooks, filled in as a user would, served by its manager over TLS and called
+//! by kube-apiserver through the configurations `kopgen manifests` wrote (pointed at the
+//! manager by URL with a test CA, as controller-runtime's envtest does).
+
+mod support;
+
+use std::{
+    net::Ipv4Addr,
+    path::{Path, PathBuf},
+    process::{Child, Command},
+};
+
+use base64::Engine as _;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use serde_json::Value;
+use support::control_plane::{ControlPlane, Options, free_port};
+use support::{eventually, http_get};
+
+/// The user's code, replacing the scaffold's TODOs: a default, a refusal, a warning and a
+/// rule that needs the old object.
+const EDITS: &[(&str, &str)] = &[
+    (
+        "    // TODO(user): fill in defaults, e.g.\n    // blog.spec.replicas.get_or_insert(1);\n    let _ = blog;\n",
+        "    blog.spec.foo.get_or_insert_with(|| \"defaulted\".into());\n",
+    ),
+    (
+        "    // TODO(user): refuse what must not be stored; warnings admit the object with a note.\n    let _ = blog;\n    Ok(Warnings::new())\n",
+        "    match blog.spec.foo.as_deref() {\n        Some(\"forbidden\") => Err(webhook::Denied::new(\"foo must not be forbidden\")),\n        Some(\"draft\") => Ok(vec![\"foo is a draft\".into()]),\n        _ => Ok(Warnings::new()),\n    }\n",
+    ),
+    (
+        "    // TODO(user): compare `old` and `new`.\n    let _ = old;\n",
+        "    if old.spec.foo.as_deref() == Some(\"frozen\") && new.spec.foo != old.spec.foo {\n        return Err(webhook::Denied::new(\"foo is frozen\"));\n    }\n",
+    ),
+];
+
+/// A CA and the serving certificate it signed for 127.0.0.1, as PEM.
+struct Certificates {
+    ca: String,
+    cert: String,
+    key: String,
+}
+
+fn certificates(name: &str) -> Certificates {
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, name);
+    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let mut serving = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+    serving
+        .subject_alt_names
+        .push(SanType::IpAddress(Ipv4Addr::LOCALHOST.into()));
+    let cert = serving.signed_by(&key, &issuer).expect("certificate");
+    Certificates {
+        ca: ca_pem,
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    }
+}
+
+fn write_certificates(dir: &Path, certificates: &Certificates) {
+    std::fs::write(dir.join("tls.crt"), &certificates.cert).expect("write");
+    std::fs::write(dir.join("tls.key"), &certificates.key).expect("write");
+}
+
+/// config/webhook/manifests.yaml with each webhook sent to `https://127.0.0.1:<port><path>`
+/// and trusting `ca`, as JSON documents for `kubectl apply`.
+fn pointed_at(manifests: &str, port: u16, ca: &str) -> String {
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    let mut docs = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(manifests) {
+        let Ok(mut doc) = <Value as serde::Deserialize>::deserialize(doc) else {
+            continue;
+        };
+        if doc.is_null() {
+            continue;
+        }
+        for webhook in doc["webhooks"].as_array_mut().expect("webhooks") {
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .expect("a service path")
+                .to_owned();
+            webhook["clientConfig"] = serde_json::json!({
+                "url": format!("https://127.0.0.1:{port}{path}"),
+                "caBundle": bundle,
+            });
+        }
+        docs.push(doc.to_string());
+    }
+    docs.join("\n")
+}
+
+fn blog(name: &str, value: Option<&str>) -> String {
+    let spec = value.map_or("{}".to_owned(), |v| format!("{{\"foo\": \"{v}\"}}"));
+    format!(
+        "{{\"apiVersion\": \"apps.example.com/v1\", \"kind\": \"Blog\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"}}, \"spec\": {spec}}}"
+    )
+}
+
+/// kubectl with `yaml` on standard input: (success, stdout, stderr).
+fn kubectl_in(plane: &ControlPlane, args: &[&str], yaml: &str) -> (bool, String, String) {
+    let out = plane.kubectl_with_input(args, yaml);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+struct Manager(Child, PathBuf);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plane() {
+    let test = "webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plane";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let run = support::run_kopgen(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+            "--programmatic-validation",
+        ],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let module = project.join("src/webhooks/apps_v1_blog.rs");
+    let mut code = std::fs::read_to_string(&module).expect("webhook module");
+    for (scaffolded, written) in EDITS {
+        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
+        code = code.replacen(scaffolded, written, 1);
+    }
+    std::fs::write(&module, code).expect("write");
+    let run = support::run_kopgen(&project, &["manifests"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    support::cargo_ok(&project, &["build"]);
+    let binary = support::shared_target_dir().join("debug/demo");
+
+    let certs = session.path().join("certs");
+    std::fs::create_dir_all(&certs).expect("mkdir");
+    let first = certificates("webhook test CA 1");
+    write_certificates(&certs, &first);
+    let crds = project.join("config/crd/bases").display().to_string();
+    let out = plane
+        .kubectl()
+        .args(["apply", "--server-side", "-f", &crds])
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = plane
+        .kubectl()
+        .args(["wait", "--for=condition=Established", "crd", "--all"])
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (webhook_port, probes) = (free_port().expect("port"), free_port().expect("port"));
+    let log = session.path().join("manager.log");
+    let out = std::fs::File::create(&log).expect("log");
+    let child = Command::new(&binary)
+        .args([
+            &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
+            "--metrics-bind-address=0",
+            &format!("--webhook-port={webhook_port}"),
+            &format!("--webhook-cert-path={}", certs.display()),
+        ])
+        .env("KUBECONFIG", plane.kubeconfig())
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("the manager starts");
+    let manager = Manager(child, log);
+    let context = || {
+        format!(
+            "--- manager\n{}\n{}",
+            std::fs::read_to_string(&manager.1).unwrap_or_default(),
+            plane.logs()
+        )
+    };
+    eventually("the manager is ready", &context, || {
+        http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
+    });
+
+    let manifests = std::fs::read_to_string(project.join("config/webhook/manifests.yaml"))
+        .expect("config/webhook/manifests.yaml");
+    let configurations = pointed_at(&manifests, webhook_port, &first.ca);
+    let (ok, _, stderr) = kubectl_in(&plane, &["apply", "-f", "-"], &configurations);
+    assert!(ok, "{stderr}");
+
+    // Defaulting: a Blog without foo is stored with the default.
+    let defaulted = |name: &str| {
+        let (ok, stdout, _) = kubectl_in(
+            &plane,
+            &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+            &blog(name, None),
+        );
+        let object: Value = serde_json::from_str(&stdout).ok().filter(|_| ok)?;
+        (object["spec"]["foo"] == "defaulted").then_some(())
+    };
+    eventually("a dry run gets the default", &context, || {
+        defaulted("probe")
+    });
+    let (ok, _, stderr) = kubectl_in(&plane, &["create", "-f", "-"], &blog("plain", None));
+    assert!(ok, "{stderr}");
+    let out = plane
+        .kubectl()
+        .args(["get", "blog", "plain", "-o", "jsonpath={.spec.foo}"])
+        .output()
+        .expect("kubectl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "defaulted");
+
+    // Validation: a refusal with the handler's message, a warning, an update judged against
+    // the old object.
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["create", "-f", "-"],
+        &blog("bad", Some("forbidden")),
+    );
+    assert!(!ok, "a forbidden Blog was admitted");
+    assert!(
+        stderr.contains("denied the request: foo must not be forbidden"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["create", "-f", "-"],
+        &blog("draft", Some("draft")),
+    );
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Warning: foo is a draft"), "{stderr}");
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["create", "-f", "-"],
+        &blog("cold", Some("frozen")),
+    );
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &blog("cold", Some("thawed")),
+    );
+    assert!(!ok, "a frozen field changed");
+    assert!(stderr.contains("foo is frozen"), "{stderr}");
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &blog("plain", Some("edited")),
+    );
+    assert!(ok, "an allowed update was refused: {stderr}");
+
+    // A key that does not match the certificate fails /healthz; the old pair keeps serving.
+    let second = certificates("webhook test CA 2");
+    std::fs::write(certs.join("tls.key"), &second.key).expect("write");
+    eventually("/healthz reports the broken pair", &context, || {
+        http_get(probes, "/healthz").filter(|(code, _)| *code == 500)
+    });
+    assert!(defaulted("still-served").is_some(), "{}", context());
+    // A new pair from another CA is loaded in place: with the configurations trusting only the
+    // new CA, the API server reaches the webhook only through the reloaded certificate.
+    write_certificates(&certs, &second);
+    eventually("/healthz is back", &context, || {
+        http_get(probes, "/healthz").filter(|(code, _)| *code == 200)
+    });
+    let configurations = pointed_at(&manifests, webhook_port, &second.ca);
+    let (ok, _, stderr) = kubectl_in(&plane, &["apply", "-f", "-"], &configurations);
+    assert!(ok, "{stderr}");
+    eventually("the reloaded certificate serves", &context, || {
+        defaulted("after-rotation")
+    });
+}
