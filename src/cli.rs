@@ -101,7 +101,8 @@ pub enum CreateCommand {
     Api(ApiArgs),
     /// Add defaulting and validating admission webhooks for a kind of the project.
     #[command(
-        after_help = "Examples:\n  kopgen create webhook --group apps --version v1 --kind Blog --defaulting --programmatic-validation"
+        after_help = "Examples:\n  kopgen create webhook --group apps --version v1 --kind Blog --defaulting --programmatic-validation\n  \
+                            kopgen create webhook --group apps --version v1 --kind Blog --conversion --spoke v1alpha1"
     )]
     Webhook(WebhookArgs),
 }
@@ -123,6 +124,13 @@ pub struct WebhookArgs {
     /// A validating webhook with `validate_create`, `validate_update` and `validate_delete`.
     #[arg(long)]
     pub programmatic_validation: bool,
+    /// A conversion webhook: --version is the hub (the storage version), converted to and from
+    /// each --spoke version with `From`.
+    #[arg(long, requires = "spoke")]
+    pub conversion: bool,
+    /// The versions converted to and from the hub, comma-separated (with --conversion).
+    #[arg(long, value_delimiter = ',', requires = "conversion")]
+    pub spoke: Vec<String>,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
@@ -296,6 +304,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 kind: args.kind,
                 defaulting: args.defaulting,
                 validation: args.programmatic_validation,
+                spokes: args.spoke,
                 force: args.force,
             };
             let changes = webhook::plan(&options).context("kopgen create webhook")?;

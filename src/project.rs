@@ -83,6 +83,11 @@ pub struct ResourceWebhooks {
     pub defaulting: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversion: bool,
+    /// The versions converted to and from this one (the hub).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spoke: Vec<String>,
     pub webhook_version: String,
 }
 

@@ -23,13 +23,36 @@ pub struct WebhookOptions {
     pub kind: String,
     pub defaulting: bool,
     pub validation: bool,
+    /// Versions converted to and from `version`, the hub (`--conversion --spoke`).
+    pub spokes: Vec<String>,
     pub force: bool,
 }
 
 #[derive(Debug, Error)]
 pub enum WebhookError {
-    #[error("nothing to scaffold: pass --defaulting, --programmatic-validation or both")]
+    #[error(
+        "nothing to scaffold: pass --defaulting, --programmatic-validation and/or --conversion --spoke <version>"
+    )]
     NothingToDo,
+    #[error(
+        "--conversion converts to and from the storage version (the hub), and {version} of Kind={kind} is not it \
+         ({file} has `storage = false`). Pass --version {storage}"
+    )]
+    NotTheHub {
+        version: String,
+        kind: String,
+        file: String,
+        storage: String,
+    },
+    #[error(
+        "--spoke {spoke}: Kind={kind} has no other version {spoke} in this project (it has {versions}). \
+         Add it with `kopgen create api --version {spoke} ...` first"
+    )]
+    UnknownSpoke {
+        spoke: String,
+        kind: String,
+        versions: String,
+    },
     #[error(
         "{group}/{version}, Kind={kind} is not a kind of this project. Webhooks are scaffolded for kinds \
          `kopgen create api` added; run it first (e.g. kopgen create api --group {short_group} --version {version} --kind {kind})"
@@ -91,13 +114,16 @@ const DEFAULT_BLOCKS: &[&[&str]] = &[
 
 /// Validates `options` against the project and renders every created and edited file in memory.
 pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
-    if !options.defaulting && !options.validation {
+    if !options.defaulting && !options.validation && options.spokes.is_empty() {
         return Err(WebhookError::NothingToDo);
     }
     let mut project = Project::load(&options.path).map_err(ApiError::from)?;
     names::validate_version(&options.version).map_err(ApiError::from)?;
     names::validate_kind(&options.kind).map_err(ApiError::from)?;
     let full_group = format!("{}.{}", options.group, project.domain);
+    if !options.spokes.is_empty() {
+        check_conversion(options, &project)?;
+    }
     let Some(resource) = project.resources.iter_mut().find(|r| {
         r.api.is_some()
             && r.group == options.group
@@ -132,9 +158,17 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     let file = format!("src/webhooks/{module}.rs");
 
     let mut changes = ChangeSet::new(options.path.clone());
-    if changes.exists(&file) && !options.force {
+    let admission = options.defaulting || options.validation;
+    if admission && changes.exists(&file) && !options.force {
         return Err(WebhookError::Exists {
             file,
+            kind: options.kind.clone(),
+        });
+    }
+    let conversion_file = format!("src/webhooks/{module}_conversion.rs");
+    if !options.spokes.is_empty() && changes.exists(&conversion_file) && !options.force {
+        return Err(WebhookError::Exists {
+            file: conversion_file,
             kind: options.kind.clone(),
         });
     }
@@ -142,9 +176,17 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     let recorded = resource.webhooks.take().unwrap_or_default();
     let defaulting = options.defaulting || recorded.defaulting;
     let validation = options.validation || recorded.validation;
+    let mut spokes = recorded.spoke.clone();
+    for spoke in &options.spokes {
+        if !spokes.contains(spoke) {
+            spokes.push(spoke.clone());
+        }
+    }
     resource.webhooks = Some(ResourceWebhooks {
         defaulting,
         validation,
+        conversion: !spokes.is_empty(),
+        spoke: spokes.clone(),
         webhook_version: "v1".into(),
     });
     let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
@@ -168,27 +210,44 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
         &api::sample_file(&options.group, &options.version, &options.kind),
     );
 
-    changes.put(
-        &file,
-        templates::render("webhook/webhook.rs.tera", &context)?,
-    );
-    api::edit_sorted(
-        &mut changes,
-        "src/webhooks/mod.rs",
-        "+kopgen:scaffold:webhook-modules",
-        &[format!("pub mod {module};")],
-    )?;
-    api::edit(
-        &mut changes,
-        "src/webhooks/mod.rs",
-        "+kopgen:scaffold:webhook-routes",
-        &[format!("{module}::routes,")],
-    )?;
     for shared in SHARED_FILES {
         if !changes.exists(shared) {
             let template = format!("webhook/{shared}.tera");
             changes.put(*shared, templates::render(&template, &context)?);
         }
+    }
+    if defaulting || validation {
+        changes.put(
+            &file,
+            templates::render("webhook/webhook.rs.tera", &context)?,
+        );
+        api::edit_sorted(
+            &mut changes,
+            "src/webhooks/mod.rs",
+            "+kopgen:scaffold:webhook-modules",
+            &[format!("pub mod {module};")],
+        )?;
+        api::edit(
+            &mut changes,
+            "src/webhooks/mod.rs",
+            "+kopgen:scaffold:webhook-routes",
+            &[format!("{module}::routes,")],
+        )?;
+    }
+    if !spokes.is_empty() {
+        plan_conversion(&mut changes, &kind, &mut context, &spokes)?;
+        api::edit_sorted(
+            &mut changes,
+            "src/webhooks/mod.rs",
+            "+kopgen:scaffold:webhook-modules",
+            &[format!("pub mod {module}_conversion;")],
+        )?;
+        api::edit(
+            &mut changes,
+            "src/webhooks/mod.rs",
+            "+kopgen:scaffold:conversions",
+            &[format!("{module}_conversion::conversion,")],
+        )?;
     }
     register_network_policy(&mut changes)?;
     enable_in_default(&mut changes)?;
@@ -218,14 +277,19 @@ fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> 
 }
 
 /// Uncomments the [WEBHOOK] and [CERTMANAGER] blocks of config/default, as Kubebuilder asks its
-/// users to. A block the user removed or changed stays as it is.
+/// users to.
 fn enable_in_default(changes: &mut ChangeSet) -> Result<(), WebhookError> {
-    const FILE: &str = "config/default/kustomization.yaml";
-    let Some(text) = changes.read(FILE)? else {
+    uncomment(changes, "config/default/kustomization.yaml", DEFAULT_BLOCKS)
+}
+
+/// Uncomments each block of consecutive lines of `file` written as `#<line>`. A block the user
+/// removed or changed stays as it is.
+fn uncomment(changes: &mut ChangeSet, file: &str, blocks: &[&[&str]]) -> Result<(), WebhookError> {
+    let Some(text) = changes.read(file)? else {
         return Ok(());
     };
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for block in DEFAULT_BLOCKS {
+    for block in blocks {
         let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
         if let Some(start) = lines.windows(block.len()).position(|window| {
             window
@@ -241,7 +305,134 @@ fn enable_in_default(changes: &mut ChangeSet) -> Result<(), WebhookError> {
     let mut edited = lines.join("\n");
     edited.push('\n');
     if edited != text {
-        changes.put(FILE, edited);
+        changes.put(file, edited);
+    }
+    Ok(())
+}
+
+/// The hub must be the storage version and each spoke another version of the kind.
+fn check_conversion(options: &WebhookOptions, project: &Project) -> Result<(), WebhookError> {
+    let versions: Vec<&str> = project
+        .resources
+        .iter()
+        .filter(|r| {
+            r.api.is_some()
+                && r.group == options.group
+                && r.kind == options.kind
+                && r.domain.as_deref() == Some(&project.domain)
+        })
+        .map(|r| r.version.as_str())
+        .collect();
+    for spoke in &options.spokes {
+        if spoke == &options.version || !versions.contains(&spoke.as_str()) {
+            return Err(WebhookError::UnknownSpoke {
+                spoke: spoke.clone(),
+                kind: options.kind.clone(),
+                versions: versions.join(", "),
+            });
+        }
+    }
+    // `create api` marks every version but the first `storage = false`; the user may move it.
+    let types = |version: &str| {
+        format!(
+            "src/api/{}/{}/{}.rs",
+            names::module_name(&options.group),
+            names::module_name(version),
+            names::module_name(&options.kind)
+        )
+    };
+    let is_storage = |version: &str| {
+        std::fs::read_to_string(options.path.join(types(version)))
+            .is_ok_and(|text| !text.contains("storage = false"))
+    };
+    if !is_storage(&options.version) {
+        return Err(WebhookError::NotTheHub {
+            version: options.version.clone(),
+            kind: options.kind.clone(),
+            file: types(&options.version),
+            storage: versions
+                .iter()
+                .find(|v| is_storage(v))
+                .map_or_else(|| "<the storage version>".to_owned(), |v| (*v).to_owned()),
+        });
+    }
+    Ok(())
+}
+
+/// The conversion module, the CRD's conversion patch and its CA injection.
+fn plan_conversion(
+    changes: &mut ChangeSet,
+    kind: &Kind,
+    context: &mut tera::Context,
+    spokes: &[String],
+) -> Result<(), WebhookError> {
+    let spoke_context: Vec<serde_json::Value> = spokes
+        .iter()
+        .map(|version| {
+            serde_json::json!({
+                "version": version,
+                "module": names::module_name(version),
+                "api_version": format!("{}/{version}", kind.full_group),
+            })
+        })
+        .collect();
+    context.insert("spokes", &spoke_context);
+    let mut modules: Vec<String> = spokes.iter().map(|v| names::module_name(v)).collect();
+    modules.push(kind.version_mod.clone());
+    // In rustfmt's order, so the generated `use` needs no formatting.
+    modules.sort_by(|a, b| crate::insertion::version_cmp(a, b));
+    context.insert("version_modules", &modules.join(", "));
+    context.insert("hub", &kind.version);
+    context.insert("hub_mod", &kind.version_mod);
+    let module = format!(
+        "{}_{}_{}",
+        kind.group_mod, kind.version_mod, kind.kind_snake
+    );
+    changes.put(
+        format!("src/webhooks/{module}_conversion.rs"),
+        templates::render("webhook/conversion.rs.tera", context)?,
+    );
+    let patch = format!("patches/webhook_in_{}.yaml", kind.plural);
+    changes.put(
+        format!("config/crd/{patch}"),
+        templates::render("webhook/config/crd/patches/webhook_in.yaml.tera", context)?,
+    );
+    if !changes.exists("config/crd/kustomizeconfig.yaml") {
+        changes.put(
+            "config/crd/kustomizeconfig.yaml",
+            templates::render("webhook/config/crd/kustomizeconfig.yaml.tera", context)?,
+        );
+    }
+    api::edit(
+        changes,
+        "config/crd/kustomization.yaml",
+        "+kopgen:scaffold:crdkustomizewebhookpatch",
+        &[format!("- path: {patch}")],
+    )?;
+    uncomment(
+        changes,
+        "config/crd/kustomization.yaml",
+        &[
+            &["patches:"],
+            &["configurations:", "- kustomizeconfig.yaml"],
+        ],
+    )?;
+    let crd = format!("{}.{}", kind.plural, kind.full_group);
+    for (index, marker) in [
+        (0, "+kopgen:scaffold:crd-ca-injection-namespace"),
+        (1, "+kopgen:scaffold:crd-ca-injection-name"),
+    ] {
+        let target = format!(
+            "- {{select: {{kind: CustomResourceDefinition, name: {crd}}}, fieldPaths: \
+             [\".metadata.annotations.[cert-manager.io/inject-ca-from]\"], options: \
+             {{delimiter: /, index: {index}, create: true}}}}"
+        );
+        api::edit(
+            changes,
+            "config/default/webhook_ca_injection.yaml",
+            marker,
+            &[target],
+        )?;
     }
     Ok(())
 }
