@@ -11,7 +11,7 @@
 //! - the same after a restart of the manager (a relist of everything, nothing to change).
 //!
 //! It prints a Markdown table. Both managers run with their defaults (one reconcile at a time,
-//! no leader election).
+//! no leader election). `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
 #[path = "../templates/init/tests/support/control_plane.rs.tera"]
 mod control_plane;
@@ -59,7 +59,17 @@ fn main() {
         .collect();
     let assets = assets();
     let scratch = tempfile::tempdir().expect("tempdir");
-    let operators = [rust_operator(scratch.path()), go_operator()];
+    // `KOPGEN_BENCH_ONLY=kopgen` (or `kubebuilder`) runs one side, e.g. while tuning it.
+    let only = std::env::var("KOPGEN_BENCH_ONLY")
+        .unwrap_or_default()
+        .to_lowercase();
+    let mut operators = Vec::new();
+    if !only.contains("kubebuilder") {
+        operators.push(rust_operator(scratch.path()));
+    }
+    if !only.contains("kopgen") {
+        operators.push(go_operator());
+    }
     let mut table = String::from(
         "| operator | objects | all Ready after | requests / object | peak RSS | steady RSS | CPU | relist: settled after | relist: requests / object | relist: CPU | relist: peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );

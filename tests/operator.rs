@@ -91,6 +91,20 @@ impl Drop for Manager {
     }
 }
 
+/// `GET url` over HTTPS with curl (the manager's certificate is self-signed): the status code
+/// and body.
+fn https_get(url: &str, token: Option<&str>) -> (u16, String) {
+    let mut curl = Command::new("curl");
+    curl.args(["-sSk", "--max-time", "10", "-w", "\n%{http_code}", url]);
+    if let Some(token) = token {
+        curl.args(["-H", &format!("Authorization: Bearer {token}")]);
+    }
+    let out = curl.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
 fn kubectl(plane: &ControlPlane, args: &[&str]) -> std::process::Output {
     plane.kubectl().args(args).output().expect("kubectl runs")
 }
@@ -208,11 +222,14 @@ fn granted_permissions(rbac_yaml: &str) -> BTreeSet<(String, String)> {
         };
         let kind = doc["kind"].as_str().unwrap_or_default();
         let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        // The roles bound to the manager: the project's and the leader election's, not the
-        // per-kind admin/editor/viewer roles meant for people.
-        if !(kind == "ClusterRole" || kind == "Role")
-            || !(name == "demo-manager-role" || name == "demo-leader-election-role")
-        {
+        // The roles bound to the manager (the project's, the leader election's and the metrics
+        // authentication's), not the per-kind admin/editor/viewer roles meant for people.
+        let bound = [
+            "demo-manager-role",
+            "demo-leader-election-role",
+            "demo-metrics-auth-role",
+        ];
+        if !(kind == "ClusterRole" || kind == "Role") || !bound.contains(&name) {
             continue;
         }
         let rules = doc["rules"].as_sequence().cloned().unwrap_or_default();
@@ -246,6 +263,9 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         garbage_collection: true,
         audit: true,
     };
+    if !support::need("curl", test, "apt install curl") {
+        return;
+    }
     let Some(plane) = support::control_plane(test, options) else {
         return;
     };
@@ -519,10 +539,34 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     });
     lap("second group and built-in kind", &mut timings);
 
-    // Metrics are served.
-    let (code, metrics) = http_get(first.metrics, "/metrics").expect("metrics answer");
-    assert_eq!(code, 200, "{metrics}");
+    // Metrics are served over HTTPS to tokens allowed to read them: 401 without a token, 403
+    // for a ServiceAccount without the metrics-reader role, 200 with it. The manager checks
+    // with the API server as its ServiceAccount, so config/rbac's metrics-auth-role is proven.
+    let url = format!("https://127.0.0.1:{}/metrics", first.metrics);
+    assert_eq!(https_get(&url, None).0, 401);
+    for account in ["stranger", "scraper"] {
+        kubectl_ok(
+            &plane,
+            &["create", "serviceaccount", account, "-n", "default"],
+        );
+    }
+    kubectl_ok(
+        &plane,
+        &[
+            "create",
+            "clusterrolebinding",
+            "scraper-metrics",
+            "--clusterrole=demo-metrics-reader",
+            "--serviceaccount=default:scraper",
+        ],
+    );
+    let token = |account: &str| kubectl_ok(&plane, &["create", "token", account, "-n", "default"]);
+    let (code, body) = https_get(&url, Some(token("stranger").trim()));
+    assert_eq!(code, 403, "{body}");
+    let (code, metrics) = https_get(&url, Some(token("scraper").trim()));
+    assert_eq!(code, 200, "{metrics}\n{}", context());
     assert!(metrics.contains("# EOF"), "{metrics}");
+    lap("metrics: 401, 403, 200 over HTTPS", &mut timings);
 
     // Deleting the Blog runs the finalizer; the garbage collector removes the ConfigMap.
     kubectl_ok(
@@ -619,7 +663,8 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         .replace(
             "name: leader-election-role",
             "name: demo-leader-election-role",
-        );
+        )
+        .replace("name: metrics-auth-role", "name: demo-metrics-auth-role");
     let granted = granted_permissions(&rbac);
     let used = used_permissions(&plane);
     let unused: Vec<String> = granted
