@@ -381,10 +381,21 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     apply(&plane, &blog("first", "v1", "bar"));
     converged(&plane, "first", "bar", &context);
     let first_blog = get(&plane, "blogs.apps.example.com", "first", "default").expect("blog");
+    // Every write to the Blog, from the audit log: who set or dropped the finalizer.
+    let writes = || {
+        std::fs::read_to_string(plane.audit_log())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"resource\":\"blogs\"") && !l.contains("\"verb\":\"watch\""))
+            .filter(|l| !l.contains("\"verb\":\"list\"") && !l.contains("\"verb\":\"get\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(
         first_blog["metadata"]["finalizers"],
         serde_json::json!(["apps.example.com/finalizer"]),
-        "scaffolded with --finalizer: {first_blog:#}\n{}",
+        "scaffolded with --finalizer: {first_blog:#}\n--- writes to blogs\n{}\n{}",
+        writes(),
         context()
     );
     lap("create: child and Ready status", &mut timings);
