@@ -88,6 +88,8 @@ pub struct ResourceWebhooks {
     /// The versions converted to and from this one (the hub).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spoke: Vec<String>,
+    /// Kubebuilder writes `v1`; older files may leave it out.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub webhook_version: String,
 }
 
