@@ -95,6 +95,21 @@ pub struct ResourceWebhooks {
 
 impl Resource {
     /// The full API group: `<group>.<domain>`, or the bare group of a built-in kind.
+    /// Whether this is a version of `kind` in `group` whose types this project scaffolded.
+    pub fn is_own(&self, domain: &str, group: &str, kind: &str) -> bool {
+        self.api.is_some()
+            && self.group == group
+            && self.kind == kind
+            && self.domain.as_deref() == Some(domain)
+    }
+
+    /// The plural resource name: the recorded one, or kube-derive's rule for the kind.
+    pub fn plural(&self) -> String {
+        self.plural
+            .clone()
+            .unwrap_or_else(|| crate::names::kube_plural(&self.kind))
+    }
+
     pub fn full_group(&self) -> String {
         match &self.domain {
             Some(domain) if !domain.is_empty() => format!("{}.{domain}", self.group),

@@ -110,12 +110,58 @@ fn kubectl_in(plane: &ControlPlane, args: &[&str], yaml: &str) -> (bool, String,
     )
 }
 
-struct Manager(Child, PathBuf);
+/// The generated manager serving its webhooks with the certificate in `certs`.
+struct Manager {
+    child: Child,
+    log: PathBuf,
+    webhook_port: u16,
+    probes: u16,
+}
+
+impl Manager {
+    /// Starts the manager against `plane` and waits until it is ready.
+    fn start(binary: &Path, plane: &ControlPlane, certs: &Path, dir: &Path) -> Manager {
+        let (webhook_port, probes) = (free_port().expect("port"), free_port().expect("port"));
+        let log = dir.join("manager.log");
+        let out = std::fs::File::create(&log).expect("log");
+        let child = Command::new(binary)
+            .args([
+                &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
+                "--metrics-bind-address=0",
+                &format!("--webhook-port={webhook_port}"),
+                &format!("--webhook-cert-path={}", certs.display()),
+            ])
+            .env("KUBECONFIG", plane.kubeconfig())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .spawn()
+            .expect("the manager starts");
+        let manager = Manager {
+            child,
+            log,
+            webhook_port,
+            probes,
+        };
+        eventually("the manager is ready", &|| manager.context(plane), || {
+            http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
+        });
+        manager
+    }
+
+    /// The manager's and the control plane's logs, for a failure message.
+    fn context(&self, plane: &ControlPlane) -> String {
+        format!(
+            "--- manager\n{}\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default(),
+            plane.logs()
+        )
+    }
+}
 
 impl Drop for Manager {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -185,32 +231,9 @@ fn webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plan
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let (webhook_port, probes) = (free_port().expect("port"), free_port().expect("port"));
-    let log = session.path().join("manager.log");
-    let out = std::fs::File::create(&log).expect("log");
-    let child = Command::new(&binary)
-        .args([
-            &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
-            "--metrics-bind-address=0",
-            &format!("--webhook-port={webhook_port}"),
-            &format!("--webhook-cert-path={}", certs.display()),
-        ])
-        .env("KUBECONFIG", plane.kubeconfig())
-        .stdout(out.try_clone().expect("log"))
-        .stderr(out)
-        .spawn()
-        .expect("the manager starts");
-    let manager = Manager(child, log);
-    let context = || {
-        format!(
-            "--- manager\n{}\n{}",
-            std::fs::read_to_string(&manager.1).unwrap_or_default(),
-            plane.logs()
-        )
-    };
-    eventually("the manager is ready", &context, || {
-        http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
-    });
+    let manager = Manager::start(&binary, &plane, &certs, session.path());
+    let (webhook_port, probes) = (manager.webhook_port, manager.probes);
+    let context = || manager.context(&plane);
 
     let manifests = std::fs::read_to_string(project.join("config/webhook/manifests.yaml"))
         .expect("config/webhook/manifests.yaml");
@@ -408,32 +431,9 @@ fn objects_stored_as_the_hub_read_as_each_spoke_and_back_without_loss() {
     std::fs::create_dir_all(&certs).expect("mkdir");
     let pair = certificates("conversion test CA");
     write_certificates(&certs, &pair);
-    let (webhook_port, probes) = (free_port().expect("port"), free_port().expect("port"));
-    let log = session.path().join("manager.log");
-    let out = std::fs::File::create(&log).expect("log");
-    let child = Command::new(&binary)
-        .args([
-            &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
-            "--metrics-bind-address=0",
-            &format!("--webhook-port={webhook_port}"),
-            &format!("--webhook-cert-path={}", certs.display()),
-        ])
-        .env("KUBECONFIG", plane.kubeconfig())
-        .stdout(out.try_clone().expect("log"))
-        .stderr(out)
-        .spawn()
-        .expect("the manager starts");
-    let manager = Manager(child, log);
-    let context = || {
-        format!(
-            "--- manager\n{}\n{}",
-            std::fs::read_to_string(&manager.1).unwrap_or_default(),
-            plane.logs()
-        )
-    };
-    eventually("the manager is ready", &context, || {
-        http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
-    });
+    let manager = Manager::start(&binary, &plane, &certs, session.path());
+    let webhook_port = manager.webhook_port;
+    let context = || manager.context(&plane);
 
     // The CRD as config/crd builds it (with the conversion patch), its webhook pointed at the
     // manager by URL.

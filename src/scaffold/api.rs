@@ -227,12 +227,7 @@ fn plan_resource(
     let same_kind: Vec<&Resource> = project
         .resources
         .iter()
-        .filter(|r| {
-            r.api.is_some()
-                && r.group == options.group
-                && r.kind == options.kind
-                && r.domain.as_deref() == Some(&project.domain)
-        })
+        .filter(|r| r.is_own(&project.domain, &options.group, &options.kind))
         .collect();
     let existing_version = same_kind.iter().find(|r| r.version == options.version);
     if existing_version.is_some() && !options.force {
@@ -273,10 +268,7 @@ fn plan_resource(
                 existing: other.kind.clone(),
             });
         }
-        let other_plural = other
-            .plural
-            .clone()
-            .unwrap_or_else(|| names::kube_plural(&other.kind));
+        let other_plural = other.plural();
         if other.kind != options.kind && other_plural == plural {
             return Err(ApiError::CrdCollision {
                 crd: format!("{plural}.{full_group}"),
@@ -300,10 +292,7 @@ fn plan_resource(
                 existing_flag: existing_namespaced,
             });
         }
-        let existing_plural = first
-            .plural
-            .clone()
-            .unwrap_or_else(|| names::kube_plural(&first.kind));
+        let existing_plural = first.plural();
         if existing_plural != plural {
             return Err(ApiError::PluralMismatch {
                 group: full_group,
@@ -523,19 +512,7 @@ fn plan_own_controller(
             kind: options.kind.clone(),
         });
     }
-    let plural = own
-        .plural
-        .clone()
-        .unwrap_or_else(|| names::kube_plural(&own.kind));
-    let namespaced = own.api.as_ref().is_some_and(|a| a.namespaced);
-    let kind = Kind::new(
-        &own.group,
-        &own.full_group(),
-        &own.version,
-        &own.kind,
-        plural,
-        namespaced,
-    );
+    let kind = Kind::of(&own);
     let mut context = kind.context(project, header);
     add_controller(changes, &kind, &mut context, options)?;
     own.controller = true;
@@ -610,6 +587,18 @@ fn plan_external_controller(
 }
 
 impl Kind {
+    /// The kind a PROJECT entry of this project's own types describes.
+    pub(super) fn of(resource: &Resource) -> Self {
+        Self::new(
+            &resource.group,
+            &resource.full_group(),
+            &resource.version,
+            &resource.kind,
+            resource.plural(),
+            resource.api.as_ref().is_some_and(|a| a.namespaced),
+        )
+    }
+
     pub(super) fn new(
         group: &str,
         full_group: &str,

@@ -124,13 +124,12 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     if !options.spokes.is_empty() {
         check_conversion(options, &project)?;
     }
-    let Some(resource) = project.resources.iter_mut().find(|r| {
-        r.api.is_some()
-            && r.group == options.group
-            && r.version == options.version
-            && r.kind == options.kind
-            && r.domain.as_deref() == Some(&project.domain)
-    }) else {
+    let domain = project.domain.clone();
+    let Some(resource) = project
+        .resources
+        .iter_mut()
+        .find(|r| r.is_own(&domain, &options.group, &options.kind) && r.version == options.version)
+    else {
         return Err(WebhookError::UnknownKind {
             group: full_group,
             short_group: options.group.clone(),
@@ -138,19 +137,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
             kind: options.kind.clone(),
         });
     };
-    let plural = resource
-        .plural
-        .clone()
-        .unwrap_or_else(|| names::kube_plural(&options.kind));
-    let namespaced = resource.api.as_ref().is_some_and(|a| a.namespaced);
-    let kind = Kind::new(
-        &options.group,
-        &full_group,
-        &options.version,
-        &options.kind,
-        plural,
-        namespaced,
-    );
+    let kind = Kind::of(resource);
     let module = format!(
         "{}_{}_{}",
         kind.group_mod, kind.version_mod, kind.kind_snake
@@ -315,12 +302,7 @@ fn check_conversion(options: &WebhookOptions, project: &Project) -> Result<(), W
     let versions: Vec<&str> = project
         .resources
         .iter()
-        .filter(|r| {
-            r.api.is_some()
-                && r.group == options.group
-                && r.kind == options.kind
-                && r.domain.as_deref() == Some(&project.domain)
-        })
+        .filter(|r| r.is_own(&project.domain, &options.group, &options.kind))
         .map(|r| r.version.as_str())
         .collect();
     for spoke in &options.spokes {
