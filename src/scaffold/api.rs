@@ -692,24 +692,41 @@ fn register_controller(
 /// Uncomments `#- ../crd` in config/default, as Kubebuilder does with the first kind: a crd
 /// kustomization without resources does not build. A line the user removed stays removed.
 fn enable_crds_in_default(changes: &mut ChangeSet) -> Result<(), ApiError> {
-    const FILE: &str = "config/default/kustomization.yaml";
-    let Some(text) = changes.read(FILE)? else {
+    uncomment(
+        changes,
+        "config/default/kustomization.yaml",
+        &[&["- ../crd"]],
+    )
+}
+
+/// Uncomments each block of consecutive lines of `file` written as `#<line>`. A block the user
+/// removed or changed stays as it is.
+pub(super) fn uncomment(
+    changes: &mut ChangeSet,
+    file: &str,
+    blocks: &[&[&str]],
+) -> Result<(), ApiError> {
+    let Some(text) = changes.read(file)? else {
         return Ok(());
     };
-    if text.lines().any(|line| line.trim() == "#- ../crd") {
-        let edited: Vec<&str> = text
-            .lines()
-            .map(|line| {
-                if line.trim() == "#- ../crd" {
-                    "- ../crd"
-                } else {
-                    line
-                }
-            })
-            .collect();
-        let mut edited = edited.join("\n");
-        edited.push('\n');
-        changes.put(FILE, edited);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    for block in blocks {
+        let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
+        if let Some(start) = lines.windows(block.len()).position(|window| {
+            window
+                .iter()
+                .zip(&commented)
+                .all(|(l, c)| l.trim_end() == c)
+        }) {
+            for (offset, line) in block.iter().enumerate() {
+                lines[start + offset] = (*line).to_owned();
+            }
+        }
+    }
+    let mut edited = lines.join("\n");
+    edited.push('\n');
+    if edited != text {
+        changes.put(file, edited);
     }
     Ok(())
 }

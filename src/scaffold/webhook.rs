@@ -266,34 +266,7 @@ fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> 
 /// Uncomments the [WEBHOOK] and [CERTMANAGER] blocks of config/default, as Kubebuilder asks its
 /// users to.
 fn enable_in_default(changes: &mut ChangeSet) -> Result<(), WebhookError> {
-    uncomment(changes, "config/default/kustomization.yaml", DEFAULT_BLOCKS)
-}
-
-/// Uncomments each block of consecutive lines of `file` written as `#<line>`. A block the user
-/// removed or changed stays as it is.
-fn uncomment(changes: &mut ChangeSet, file: &str, blocks: &[&[&str]]) -> Result<(), WebhookError> {
-    let Some(text) = changes.read(file)? else {
-        return Ok(());
-    };
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for block in blocks {
-        let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
-        if let Some(start) = lines.windows(block.len()).position(|window| {
-            window
-                .iter()
-                .zip(&commented)
-                .all(|(l, c)| l.trim_end() == c)
-        }) {
-            for (offset, line) in block.iter().enumerate() {
-                lines[start + offset] = (*line).to_owned();
-            }
-        }
-    }
-    let mut edited = lines.join("\n");
-    edited.push('\n');
-    if edited != text {
-        changes.put(file, edited);
-    }
+    api::uncomment(changes, "config/default/kustomization.yaml", DEFAULT_BLOCKS)?;
     Ok(())
 }
 
@@ -391,7 +364,7 @@ fn plan_conversion(
         "+kopgen:scaffold:crdkustomizewebhookpatch",
         &[format!("- path: {patch}")],
     )?;
-    uncomment(
+    api::uncomment(
         changes,
         "config/crd/kustomization.yaml",
         &[
