@@ -292,8 +292,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     let run = support::run_kopgen(&project, &["manifests"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     lap("scaffold and kopgen manifests", &mut timings);
-    support::cargo_ok(&project, &["build"]);
-    let binary = support::shared_target_dir().join("debug/demo");
+    let binary = support::build_manager(&project, "demo");
     lap("cargo build (shared target dir)", &mut timings);
 
     // Install as `make deploy` does: CRDs, namespace, RBAC, the manager's Deployment (which
@@ -731,7 +730,9 @@ fn make_test_integration_runs_each_kinds_test_on_a_real_control_plane() {
         return;
     };
     let session = support::Session::new();
-    let project = session.init_demo(&[]);
+    // Not "demo": its `cargo test` builds the manager into the shared target directory, where
+    // the other tests' "demo" managers are built.
+    let project = session.init_project("itest", &[]);
     for args in [
         "--group apps --version v1 --kind Blog",
         "--group apps --version v1alpha1 --kind Blog",
@@ -850,8 +851,7 @@ fn a_leader_cut_off_from_the_api_server_stops_before_another_takes_over() {
         &["--group", "apps", "--version", "v1", "--kind", "Blog"],
     );
     assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
-    support::cargo_ok(&project, &["build"]);
-    let binary = support::shared_target_dir().join("debug/demo");
+    let binary = support::build_manager(&project, "demo");
     let rendered = kubectl_ok(
         &plane,
         &[

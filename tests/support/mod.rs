@@ -10,6 +10,7 @@ use std::{
     net::TcpStream,
     path::{Path, PathBuf},
     process::{Command, Output},
+    sync::Mutex,
     thread,
     time::{Duration, Instant},
 };
@@ -81,18 +82,23 @@ impl Session {
 
     /// Scaffolds a project named `demo` in directory `demo`, as a user would.
     pub fn init_demo(&self, extra: &[&str]) -> PathBuf {
+        self.init_project("demo", extra)
+    }
+
+    /// `kopgen init` of a project named `name` (also its directory and package name).
+    pub fn init_project(&self, name: &str, extra: &[&str]) -> PathBuf {
         let mut args = vec![
             "init",
             "--path",
-            "demo",
+            name,
             "--project-name",
-            "demo",
+            name,
             "--domain",
             "example.com",
         ];
         args.extend_from_slice(extra);
         self.ok(&args);
-        self.join("demo")
+        self.join(name)
     }
 }
 
@@ -226,6 +232,23 @@ pub fn cargo_ok(project: &Path, args: &[&str]) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Builds a generated project's manager and copies it out of the shared target directory,
+/// where every project of the same package name builds to the same path: tests that run side
+/// by side would otherwise start each other's binaries (a finalizer "missing" in CI was a
+/// manager built without one). Builds in this process take turns, so the copy is of this build.
+pub fn build_manager(project: &Path, package: &str) -> PathBuf {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cargo_ok(project, &["build"]);
+    let built = shared_target_dir().join("debug").join(package);
+    let own = project.with_file_name(format!("{package}-manager"));
+    std::fs::copy(&built, &own)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), own.display()));
+    own
 }
 
 /// The tests a generated project declares (`#[test]`, `#[tokio::test]`, and the integration
