@@ -14,6 +14,7 @@ use clap_complete::Shell;
 
 use crate::{
     changeset::ChangeSet,
+    project::Certificates,
     scaffold::{
         api::{self, ApiOptions},
         init::{self, InitOptions, License},
@@ -43,6 +44,11 @@ pub enum Command {
     /// Add to the project.
     #[command(subcommand)]
     Create(CreateCommand),
+    /// Change how the project is set up.
+    #[command(
+        after_help = "Example:\n  kopgen edit --webhook-certificates self-managed   # no cert-manager in the cluster"
+    )]
+    Edit(EditArgs),
     /// Generate CRDs from the Rust types (static: reads the source, never compiles it).
     #[command(
         after_help = "Examples:\n  kopgen manifests                 # in a kopgen project: writes config/crd/bases/\n  \
@@ -108,6 +114,20 @@ pub enum CreateCommand {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct EditArgs {
+    /// Where the webhook server's certificate comes from: cert-manager, or the manager itself
+    /// (a CA and certificate it keeps in a Secret, renews, and sets as caBundle).
+    #[arg(long, value_enum)]
+    pub webhook_certificates: Certificates,
+    /// Project directory.
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Print the files that would be written or edited, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct WebhookArgs {
     /// API group of the kind (as given to `create api`).
     #[arg(long)]
@@ -131,6 +151,10 @@ pub struct WebhookArgs {
     /// The versions converted to and from the hub, comma-separated (with --conversion).
     #[arg(long, value_delimiter = ',', requires = "conversion")]
     pub spoke: Vec<String>,
+    /// Where the webhook server's certificate comes from (default: as the project has it,
+    /// cert-manager at first); `kopgen edit --webhook-certificates` switches later.
+    #[arg(long, value_enum)]
+    pub certificates: Option<Certificates>,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
@@ -305,6 +329,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 defaulting: args.defaulting,
                 validation: args.programmatic_validation,
                 spokes: args.spoke,
+                certificates: args.certificates,
                 force: args.force,
             };
             let changes = webhook::plan(&options).context("kopgen create webhook")?;
@@ -315,6 +340,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                     "\nNext: fill in the functions marked TODO(user) in src/webhooks/, then\n  make manifests\n  make test"
                 )?;
             }
+        }
+        Command::Edit(args) => {
+            let changes = webhook::plan_certificates(&args.path, args.webhook_certificates)
+                .context("kopgen edit")?;
+            finish(&changes, args.dry_run, out)?;
         }
         Command::Manifests(args) => return manifests(args, out),
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,

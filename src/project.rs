@@ -37,9 +37,24 @@ pub struct Project {
     #[serde(default)]
     pub resources: Vec<Resource>,
     pub version: String,
+    /// Where the webhook server's certificate comes from, once the project has webhooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_certificates: Option<Certificates>,
     /// Keys kopgen does not know (another tool's, or a newer kopgen's): kept as they are.
     #[serde(flatten)]
     pub extra: std::collections::BTreeMap<String, serde_yaml::Value>,
+}
+
+/// Where the webhook server's certificate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Certificates {
+    /// cert-manager issues it into a Secret the manager mounts, and injects its CA (Kubebuilder's
+    /// layout).
+    CertManager,
+    /// The manager makes its own CA and certificate, keeps them in a Secret, renews them and sets
+    /// `caBundle` itself: no cert-manager needed.
+    SelfManaged,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -362,3 +362,139 @@ fn manifests_check_fails_on_stale_webhook_manifests_and_bad_markers_point_at_the
     );
     assert!(tree(&project) == before, "a bad marker writes nothing");
 }
+
+/// `kubectl kustomize config/default`, or `None` (with a notice) where kubectl is missing.
+fn deployed(project: &Path, test: &str) -> Option<String> {
+    if !support::need("kubectl", test, "install kubectl") {
+        return None;
+    }
+    let out = std::process::Command::new("kubectl")
+        .args([
+            "kustomize",
+            &project.join("config/default").display().to_string(),
+        ])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_certificate_mode_is_chosen_at_create_webhook_and_switched_with_edit() {
+    let test = "the_certificate_mode_is_chosen_at_create_webhook_and_switched_with_edit";
+    let session = Session::new();
+    let project = project_with_blog(&session);
+    webhook_ok(
+        &project,
+        "--group apps --version v1 --kind Blog --defaulting --conversion --spoke v1alpha1 \
+         --certificates self-managed",
+    );
+    assert!(read(&project, "PROJECT").contains("\nwebhookCertificates: self-managed\n"));
+    let default = read(&project, "config/default/kustomization.yaml");
+    for enabled in [
+        "\n- ../selfmanaged\n",
+        "\n- path: manager_self_managed_patch.yaml\n",
+        "\n#- ../certmanager\n",
+        "\n#- path: manager_webhook_patch.yaml\n",
+        "\n#replacements:\n",
+    ] {
+        assert!(default.contains(enabled), "{enabled:?} in {default}");
+    }
+    // The ClusterRole names exactly the manager's configurations and the converted CRD.
+    let role = read(&project, "config/selfmanaged/cluster_role.yaml");
+    assert!(role.contains("  - blogs.apps.example.com\n"), "{role}");
+    assert!(
+        role.contains("  - demo-mutating-webhook-configuration\n"),
+        "{role}"
+    );
+    let self_managed = deployed(&project, test);
+    if let Some(yaml) = &self_managed {
+        assert!(
+            yaml.contains("--webhook-cert-secret=demo-webhook-server-cert"),
+            "{yaml}"
+        );
+        assert!(yaml.contains("  - demo-webhook-server-cert\n"), "{yaml}");
+        assert!(!yaml.contains("kind: Certificate\n"), "{yaml}");
+        assert!(!yaml.contains("secretName: webhook-server-cert"), "{yaml}");
+    }
+
+    // Switched to cert-manager and back: each mode's lines, and the same files as before.
+    let first = tree(&project);
+    let run = run_kopgen(
+        &project,
+        &["edit", "--webhook-certificates", "cert-manager"],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(read(&project, "PROJECT").contains("\nwebhookCertificates: cert-manager\n"));
+    let default = read(&project, "config/default/kustomization.yaml");
+    for enabled in [
+        "\n#- ../selfmanaged\n",
+        "\n#- path: manager_self_managed_patch.yaml\n",
+        "\n- ../certmanager\n",
+        "\n- path: manager_webhook_patch.yaml\n",
+        "\nreplacements:\n",
+    ] {
+        assert!(default.contains(enabled), "{enabled:?} in {default}");
+    }
+    if let Some(yaml) = deployed(&project, test) {
+        assert!(yaml.contains("kind: Certificate\n"), "{yaml}");
+        assert!(!yaml.contains("--webhook-cert-secret"), "{yaml}");
+        assert!(!yaml.contains("webhook-certificate-role"), "{yaml}");
+    }
+    // A later create webhook keeps the project's mode.
+    webhook_ok(
+        &project,
+        "--group apps --version v1alpha1 --kind Blog --defaulting",
+    );
+    assert!(read(&project, "config/default/kustomization.yaml").contains("\n- ../certmanager\n"));
+    let run = run_kopgen(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let again = run_kopgen(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    let after = tree(&project);
+    let default = "config/default/kustomization.yaml";
+    assert_eq!(
+        after[default], first[default],
+        "back to the first mode's lines"
+    );
+}
+
+#[test]
+fn edit_refuses_a_project_without_webhooks_or_without_the_lines_and_changes_nothing() {
+    let session = Session::new();
+    let project = project_with_blog(&session);
+    let stderr = fails_cleanly_in(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    assert!(stderr.contains("no webhooks yet"), "{stderr}");
+    assert!(stderr.contains("kopgen create webhook"), "{stderr}");
+
+    // A project from before self-managed certificates: its config/default has no such lines.
+    webhook_ok(
+        &project,
+        "--group apps --version v1 --kind Blog --defaulting",
+    );
+    let file = project.join("config/default/kustomization.yaml");
+    let text = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, text.replace("#- ../selfmanaged\n", "")).expect("write");
+    let stderr = fails_cleanly_in(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    assert!(
+        stderr.contains("config/default/kustomization.yaml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("- ../selfmanaged"), "{stderr}");
+}

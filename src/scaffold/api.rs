@@ -706,19 +706,46 @@ pub(super) fn uncomment(
     file: &str,
     blocks: &[&[&str]],
 ) -> Result<(), ApiError> {
+    rewrite_blocks(changes, file, blocks, true)
+}
+
+/// Comments out each block of consecutive lines of `file` (the opposite of [`uncomment`]).
+pub(super) fn comment(
+    changes: &mut ChangeSet,
+    file: &str,
+    blocks: &[&[&str]],
+) -> Result<(), ApiError> {
+    rewrite_blocks(changes, file, blocks, false)
+}
+
+fn rewrite_blocks(
+    changes: &mut ChangeSet,
+    file: &str,
+    blocks: &[&[&str]],
+    enable: bool,
+) -> Result<(), ApiError> {
     let Some(text) = changes.read(file)? else {
         return Ok(());
     };
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     for block in blocks {
         let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
-        if let Some(start) = lines.windows(block.len()).position(|window| {
-            window
-                .iter()
-                .zip(&commented)
-                .all(|(l, c)| l.trim_end() == c)
-        }) {
-            for (offset, line) in block.iter().enumerate() {
+        let (from, to): (Vec<&str>, Vec<&str>) = if enable {
+            (
+                commented.iter().map(String::as_str).collect(),
+                block.to_vec(),
+            )
+        } else {
+            (
+                block.to_vec(),
+                commented.iter().map(String::as_str).collect(),
+            )
+        };
+        if let Some(start) = lines
+            .windows(block.len())
+            .position(|window| window.iter().zip(&from).all(|(l, f)| l.trim_end() == *f))
+        {
+            for (offset, line) in to.iter().enumerate() {
                 lines[start + offset] = (*line).to_owned();
             }
         }

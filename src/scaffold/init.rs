@@ -140,6 +140,7 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
         project_name,
         resources: vec![],
         version: project::FORMAT_VERSION.to_owned(),
+        webhook_certificates: None,
         extra: previous.map(|p| p.extra).unwrap_or_default(),
     };
     // The empty manager role, exactly as `kopgen manifests` renders it without markers.

@@ -2,7 +2,7 @@
 //! user fills in, registered with the manager's webhook server), the kustomize layout that
 //! deploys them with cert-manager as Kubebuilder's does, and the webhook manifests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
@@ -10,7 +10,7 @@ use super::api::{self, ApiError, Kind};
 use crate::{
     changeset::ChangeSet,
     names,
-    project::{self, Project, ResourceWebhooks},
+    project::{self, Certificates, Project, ResourceWebhooks},
     templates,
 };
 
@@ -25,6 +25,8 @@ pub struct WebhookOptions {
     pub validation: bool,
     /// Versions converted to and from `version`, the hub (`--conversion --spoke`).
     pub spokes: Vec<String>,
+    /// Where the certificate comes from; `None` keeps the project's (cert-manager at first).
+    pub certificates: Option<Certificates>,
     pub force: bool,
 }
 
@@ -68,6 +70,16 @@ pub enum WebhookError {
          (your code in it is replaced), or add the functions by hand"
     )]
     Exists { file: String, kind: String },
+    #[error(
+        "this project has no webhooks yet, so no certificate to choose. Run `kopgen create webhook ... \
+         --certificates <mode>` to add the first"
+    )]
+    NoWebhooks,
+    #[error(
+        "{file} lacks the lines to enable ({lines}); it predates this mode or was edited. Add them \
+         (see a newly initialized project's {file}), then run this again"
+    )]
+    MissingLines { file: String, lines: String },
     #[error(transparent)]
     Scaffold(#[from] ApiError),
 }
@@ -94,23 +106,44 @@ const SHARED_FILES: &[&str] = &[
     "config/certmanager/kustomization.yaml",
     "config/certmanager/kustomizeconfig.yaml",
     "config/default/manager_webhook_patch.yaml",
+    "config/default/manager_self_managed_patch.yaml",
     "config/default/webhook_ca_injection.yaml",
+    "config/selfmanaged/kustomization.yaml",
+    "config/selfmanaged/role.yaml",
+    "config/selfmanaged/role_binding.yaml",
+    "config/selfmanaged/cluster_role_binding.yaml",
     "config/network-policy/allow-webhook-traffic.yaml",
 ];
 
-/// Lines of `config/default/kustomization.yaml` that `init` leaves commented out and the first
-/// webhook enables, each block as consecutive lines.
-const DEFAULT_BLOCKS: &[&[&str]] = &[
-    &["- ../webhook"],
-    &["- ../certmanager"],
-    &[
-        "patches:",
-        "- path: manager_webhook_patch.yaml",
-        "  target:",
-        "    kind: Deployment",
-    ],
-    &["replacements:", "- path: webhook_ca_injection.yaml"],
-];
+/// The kustomization that deploys the manager, where the webhook blocks are enabled.
+const DEFAULT_KUSTOMIZATION: &str = "config/default/kustomization.yaml";
+
+/// Lines of [`DEFAULT_KUSTOMIZATION`] that `init` leaves commented out and the first webhook
+/// enables, each block as consecutive lines.
+const WEBHOOK_BLOCKS: &[&[&str]] = &[&["- ../webhook"], &["patches:"]];
+
+/// The lines of one way to get certificates; the other way's are commented out.
+fn certificate_blocks(mode: Certificates) -> &'static [&'static [&'static str]] {
+    match mode {
+        Certificates::CertManager => &[
+            &["- ../certmanager"],
+            &[
+                "- path: manager_webhook_patch.yaml",
+                "  target:",
+                "    kind: Deployment",
+            ],
+            &["replacements:", "- path: webhook_ca_injection.yaml"],
+        ],
+        Certificates::SelfManaged => &[
+            &["- ../selfmanaged"],
+            &[
+                "- path: manager_self_managed_patch.yaml",
+                "  target:",
+                "    kind: Deployment",
+            ],
+        ],
+    }
+}
 
 /// Validates `options` against the project and renders every created and edited file in memory.
 pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
@@ -237,7 +270,11 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
         )?;
     }
     register_network_policy(&mut changes)?;
-    enable_in_default(&mut changes)?;
+    let mode = options
+        .certificates
+        .or(project.webhook_certificates)
+        .unwrap_or(Certificates::CertManager);
+    use_certificates(&mut changes, &mut project, mode, &context)?;
 
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
@@ -263,10 +300,74 @@ fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> 
     Ok(())
 }
 
-/// Uncomments the [WEBHOOK] and [CERTMANAGER] blocks of config/default, as Kubebuilder asks its
-/// users to.
-fn enable_in_default(changes: &mut ChangeSet) -> Result<(), WebhookError> {
-    api::uncomment(changes, "config/default/kustomization.yaml", DEFAULT_BLOCKS)?;
+/// `kopgen edit --webhook-certificates`: switches a project that has webhooks to `mode`.
+pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, WebhookError> {
+    let mut project = Project::load(path).map_err(ApiError::from)?;
+    if !project.resources.iter().any(|r| r.webhooks.is_some()) {
+        return Err(WebhookError::NoWebhooks);
+    }
+    let mut changes = ChangeSet::new(path.to_path_buf());
+    let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
+    let header = super::init::header_from_boilerplate(&boilerplate);
+    let mut context = tera::Context::new();
+    context.insert("project_name", &project.project_name);
+    context.insert("header", &header);
+    for shared in SHARED_FILES {
+        if !changes.exists(shared) {
+            let template = format!("webhook/{shared}.tera");
+            changes.put(*shared, templates::render(&template, &context)?);
+        }
+    }
+    use_certificates(&mut changes, &mut project, mode, &context)?;
+    changes.put(project::PROJECT_FILE, project.render());
+    Ok(changes)
+}
+
+/// Enables the [WEBHOOK] blocks of config/default and those of `mode` ([CERTMANAGER] or
+/// [SELF-MANAGED]), comments out the other mode's, writes the self-managed mode's ClusterRole
+/// for the CRDs converted now, and records `mode` in PROJECT.
+fn use_certificates(
+    changes: &mut ChangeSet,
+    project: &mut Project,
+    mode: Certificates,
+    context: &tera::Context,
+) -> Result<(), WebhookError> {
+    let other = match mode {
+        Certificates::CertManager => Certificates::SelfManaged,
+        Certificates::SelfManaged => Certificates::CertManager,
+    };
+    api::uncomment(changes, DEFAULT_KUSTOMIZATION, WEBHOOK_BLOCKS)?;
+    api::comment(changes, DEFAULT_KUSTOMIZATION, certificate_blocks(other))?;
+    api::uncomment(changes, DEFAULT_KUSTOMIZATION, certificate_blocks(mode))?;
+    if let Some(text) = changes.read(DEFAULT_KUSTOMIZATION)? {
+        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        for block in certificate_blocks(mode) {
+            if !lines.windows(block.len()).any(|window| window == *block) {
+                return Err(WebhookError::MissingLines {
+                    file: DEFAULT_KUSTOMIZATION.into(),
+                    lines: block.join("\n"),
+                });
+            }
+        }
+    }
+    let crds: Vec<String> = project
+        .resources
+        .iter()
+        .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
+        .map(|r| format!("{}.{}", r.plural(), r.full_group()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut context = context.clone();
+    context.insert("conversion_crds", &crds);
+    changes.put(
+        "config/selfmanaged/cluster_role.yaml",
+        templates::render(
+            "webhook/config/selfmanaged/cluster_role.yaml.tera",
+            &context,
+        )?,
+    );
+    project.webhook_certificates = Some(mode);
     Ok(())
 }
 
