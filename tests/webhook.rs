@@ -404,7 +404,7 @@ fn objects_stored_as_the_hub_read_as_each_spoke_and_back_without_loss() {
         "example.com",
     ]);
     let project = session.join("conv");
-    for version in ["v1", "v1alpha1"] {
+    for version in ["v1", "v1alpha1", "v1beta1"] {
         support::create_api_ok(
             &project,
             &[
@@ -431,10 +431,11 @@ fn objects_stored_as_the_hub_read_as_each_spoke_and_back_without_loss() {
             "Blog",
             "--conversion",
             "--spoke",
-            "v1alpha1",
+            "v1alpha1,v1beta1",
         ],
     );
     assert_eq!(run.status, 0, "{}", run.stderr);
+    // v1alpha1 renames the field (the user's conversion, below); v1beta1 keeps the scaffolded one.
     for (file, scaffolded, written) in CONVERSION_EDITS {
         let path = project.join(file);
         let code = std::fs::read_to_string(&path).expect("read");
@@ -529,27 +530,37 @@ fn objects_stored_as_the_hub_read_as_each_spoke_and_back_without_loss() {
     let values = generated_values(25);
     for (i, value) in values.iter().enumerate() {
         let name = format!("case-{i}");
-        // Stored as the hub, read as the spoke...
+        // Stored as the hub...
         let (ok, _, stderr) = kubectl_in(
             &plane,
             &["create", "-f", "-"],
             &object("v1", &name, "foo", value),
         );
         assert!(ok, "{value:?}: {stderr}");
-        let spoke = read("v1alpha1", &name).unwrap_or_else(|| panic!("{value:?}\n{}", context()));
-        assert_eq!(spoke["spec"]["legacyFoo"], value.as_str(), "{spoke:#}");
-        assert_eq!(spoke["metadata"]["labels"]["case"], name.as_str());
-        // ...written as the spoke, read as the hub.
-        let changed = format!("{value}~");
-        let (ok, _, stderr) = kubectl_in(
-            &plane,
-            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
-            &object("v1alpha1", &name, "legacyFoo", &changed),
-        );
-        assert!(ok, "{changed:?}: {stderr}");
-        let hub = read("v1", &name).unwrap_or_else(|| panic!("{changed:?}\n{}", context()));
-        assert_eq!(hub["spec"]["foo"], changed.as_str(), "{hub:#}");
-        assert!(hub["spec"].get("legacyFoo").is_none(), "{hub:#}");
+        let mut stored = value.clone();
+        for (spoke_version, field) in [("v1alpha1", "legacyFoo"), ("v1beta1", "foo")] {
+            // ...read as each spoke...
+            let spoke =
+                read(spoke_version, &name).unwrap_or_else(|| panic!("{value:?}\n{}", context()));
+            assert_eq!(
+                spoke["apiVersion"],
+                format!("apps.example.com/{spoke_version}")
+            );
+            assert_eq!(spoke["spec"][field], stored.as_str(), "{spoke:#}");
+            assert_eq!(spoke["metadata"]["labels"]["case"], name.as_str());
+            // ...written as it, read as the hub.
+            let changed = format!("{stored}~");
+            let (ok, _, stderr) = kubectl_in(
+                &plane,
+                &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+                &object(spoke_version, &name, field, &changed),
+            );
+            assert!(ok, "{changed:?}: {stderr}");
+            let hub = read("v1", &name).unwrap_or_else(|| panic!("{changed:?}\n{}", context()));
+            assert_eq!(hub["spec"]["foo"], changed.as_str(), "{hub:#}");
+            assert!(hub["spec"].get("legacyFoo").is_none(), "{hub:#}");
+            stored = changed;
+        }
     }
 }
 
