@@ -17,6 +17,7 @@
 mod control_plane;
 
 use std::{
+    collections::BTreeMap,
     fmt::Write as _,
     io::Write as _,
     path::{Path, PathBuf},
@@ -191,9 +192,21 @@ fn kubectl(plane: &ControlPlane, args: &[&str]) -> String {
     run_ok(plane.kubectl().args(args))
 }
 
+/// Starts a manager, under `KOPGEN_BENCH_WRAPPER` if set (e.g. `heaptrack -o /tmp/heap`, to see
+/// where its memory goes; the figures are then the wrapper's).
 fn start_manager(operator: &Operator, kubeconfig: &Path, log: &Path) -> Child {
     let port = free_port().expect("port");
-    Command::new(&operator.binary)
+    let wrapper = std::env::var("KOPGEN_BENCH_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut command = Command::new(program);
+            command.args(words).arg(&operator.binary);
+            command
+        }
+        None => Command::new(&operator.binary),
+    };
+    command
         .args(&operator.args)
         .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))
         .env("KUBECONFIG", kubeconfig)
@@ -244,6 +257,49 @@ fn requests(plane: &ControlPlane) -> usize {
         .lines()
         .filter(|l| l.contains(&needle))
         .count()
+}
+
+/// The manager's requests after its first `skip`, by verb and resource, with their median
+/// latency in the API server (request received to response complete; watches have none): where
+/// a phase's time goes.
+fn breakdown(plane: &ControlPlane, skip: usize) -> String {
+    let needle = format!("\"impersonatedUser\":{{\"username\":\"{MANAGER_USER}\"");
+    let log = std::fs::read_to_string(plane.audit_log()).unwrap_or_default();
+    let time = |event: &serde_json::Value, key: &str| {
+        let text = event[key].as_str().unwrap_or_default();
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+    };
+    let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for line in log.lines().filter(|l| l.contains(&needle)).skip(skip) {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let object = &event["objectRef"];
+        let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+        let mut key = format!("{} {}", text(&event["verb"]), text(&object["resource"]));
+        if let Some(sub) = object["subresource"].as_str() {
+            key = format!("{key}/{sub}");
+        }
+        let latency = match (
+            time(&event, "requestReceivedTimestamp"),
+            time(&event, "stageTimestamp"),
+        ) {
+            (Some(start), Some(end)) => (end - start).as_seconds_f64() * 1000.0,
+            _ => f64::NAN,
+        };
+        by.entry(key).or_default().push(latency);
+    }
+    let mut out = String::new();
+    for (key, mut latencies) in by {
+        latencies.sort_by(f64::total_cmp);
+        let median = latencies[latencies.len() / 2];
+        let _ = writeln!(
+            out,
+            "  {key}: {} requests, median {median:.1} ms",
+            latencies.len()
+        );
+    }
+    out
 }
 
 fn ready_count(plane: &ControlPlane) -> usize {
@@ -352,6 +408,11 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         requests: requests(&plane),
         ..Figures::default()
     };
+    eprintln!(
+        "{}, {count} objects, until Ready:\n{}",
+        operator.name,
+        breakdown(&plane, 0)
+    );
     thread::sleep(Duration::from_secs(10));
     let (hwm, rss, cpu) = usage(manager.id());
     figures.peak_rss_kib = hwm.max(peak);
@@ -376,6 +437,11 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
             (last, last_change) = (now, Instant::now());
         }
     }
+    eprintln!(
+        "{}, {count} objects, relist:\n{}",
+        operator.name,
+        breakdown(&plane, before)
+    );
     figures.relist_after = last_change.duration_since(restarted);
     figures.relist_requests = last - before;
     let (hwm, _, cpu) = usage(manager.id());
