@@ -101,6 +101,17 @@ fn blog(name: &str, value: Option<&str>) -> String {
     )
 }
 
+/// kubectl `args`, which must succeed: its standard output.
+fn kubectl_ok(plane: &ControlPlane, args: &[&str]) -> String {
+    let out = plane.kubectl().args(args).output().expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// kubectl with `yaml` on standard input: (success, stdout, stderr).
 fn kubectl_in(plane: &ControlPlane, args: &[&str], yaml: &str) -> (bool, String, String) {
     let out = plane.kubectl_with_input(args, yaml);
@@ -232,25 +243,10 @@ fn webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plan
     let first = certificates("webhook test CA 1");
     write_certificates(&certs, &first);
     let crds = project.join("config/crd/bases").display().to_string();
-    let out = plane
-        .kubectl()
-        .args(["apply", "--server-side", "-f", &crds])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = plane
-        .kubectl()
-        .args(["wait", "--for=condition=Established", "crd", "--all"])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    kubectl_ok(&plane, &["apply", "--server-side", "-f", &crds]);
+    kubectl_ok(
+        &plane,
+        &["wait", "--for=condition=Established", "crd", "--all"],
     );
 
     let manager = Manager::start(&binary, &plane, &certs, session.path());
@@ -485,15 +481,9 @@ fn objects_stored_as_the_hub_read_as_each_spoke_and_back_without_loss() {
         &crd.to_string(),
     );
     assert!(ok, "{stderr}");
-    let out = plane
-        .kubectl()
-        .args(["wait", "--for=condition=Established", "crd", "--all"])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    kubectl_ok(
+        &plane,
+        &["wait", "--for=condition=Established", "crd", "--all"],
     );
 
     let read = |version: &str, name: &str| -> Option<Value> {
@@ -623,25 +613,17 @@ fn write_secret(plane: &ControlPlane, values: &[(&str, &str)]) {
         })
         .collect();
     let patch = serde_json::json!({ "data": data }).to_string();
-    let out = plane
-        .kubectl()
-        .args([
-            "patch",
-            "secret",
-            SECRET,
-            "-n",
-            "demo-system",
-            "--type=merge",
-            "-p",
-        ])
-        .arg(&patch)
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "patch",
+        "secret",
+        SECRET,
+        "-n",
+        "demo-system",
+        "--type=merge",
+        "-p",
+        &patch,
+    ];
+    kubectl_ok(plane, &args);
 }
 
 /// Every caBundle the API server uses to reach the manager: each webhook's of both
@@ -791,32 +773,19 @@ fn a_self_managed_certificate_keeps_every_ca_bundle_right_across_renewals() {
             "caBundle": base64::engine::general_purpose::STANDARD.encode(&ca_a),
         },
     }]);
-    let out = plane
-        .kubectl()
-        .args([
-            "patch",
-            "crd",
-            "blogs.apps.example.com",
-            "--type=json",
-            "-p",
-        ])
-        .arg(conversion.to_string())
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = plane
-        .kubectl()
-        .args(["wait", "--for=condition=Established", "crd", "--all"])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let conversion = conversion.to_string();
+    let args = [
+        "patch",
+        "crd",
+        "blogs.apps.example.com",
+        "--type=json",
+        "-p",
+        &conversion,
+    ];
+    kubectl_ok(&plane, &args);
+    kubectl_ok(
+        &plane,
+        &["wait", "--for=condition=Established", "crd", "--all"],
     );
     // CA A has 200 days left: inside the year before its end when a CA is renewed.
     let secret_yaml = serde_json::json!({
@@ -943,5 +912,21 @@ fn a_self_managed_certificate_keeps_every_ca_bundle_right_across_renewals() {
             .all(|b| *b == bundle)
             .then_some(())
     });
+
+    // A deleted Secret is created again, with a new CA that every caBundle then trusts.
+    kubectl_ok(&plane, &["delete", "secret", SECRET, "-n", "demo-system"]);
+    let recreated = eventually("the Secret is created again", &context, || {
+        secret(&plane).filter(|now| now["ca.crt"] != bundle)
+    });
+    let fresh = recreated["ca.crt"].clone();
+    assert_eq!(fresh.matches("BEGIN CERTIFICATE").count(), 1, "{fresh}");
+    eventually("every caBundle trusts the new CA", &context, || {
+        ca_bundles(&plane).iter().all(|b| *b == fresh).then_some(())
+    });
+    eventually("the new CA's certificate is served", &context, || {
+        trusted_by(&fresh, webhook_port, session.path()).then_some(())
+    });
+    let (ok, _, stderr) = kubectl_in(&plane, &["create", "-f", "-"], &blog("recreated", None));
+    assert!(ok, "{stderr}\n{}", context());
     assert!(!context().contains("forbidden"), "{}", context());
 }
