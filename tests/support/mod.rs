@@ -213,6 +213,7 @@ pub fn shared_target_dir() -> PathBuf {
 
 /// Runs `cargo args...` inside a generated project with the shared target directory.
 pub fn cargo(project: &Path, args: &[&str]) -> Output {
+    own_version(project);
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
         .current_dir(project)
@@ -234,10 +235,31 @@ pub fn cargo_ok(project: &Path, args: &[&str]) {
     );
 }
 
+/// Gives the project's crate a version of its own (`0.1.0-t<hash of its path>`). Cargo names a
+/// root crate's artifacts and freshness records by name and version, not by path, so two
+/// projects named `demo` built into the shared target directory share them: the second build
+/// can be judged fresh (its files are older than the first build) and leave the first
+/// project's code in place — a manager without `--finalizer` was run for one with it.
+fn own_version(project: &Path) {
+    use std::hash::{Hash, Hasher};
+    let manifest = project.join("Cargo.toml");
+    let Ok(text) = std::fs::read_to_string(&manifest) else {
+        return;
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    project.hash(&mut hasher);
+    let tagged = format!("\nversion = \"0.1.0-t{:016x}\"\n", hasher.finish());
+    if text.contains(&tagged) {
+        return;
+    }
+    let edited = text.replacen("\nversion = \"0.1.0\"\n", &tagged, 1);
+    std::fs::write(&manifest, edited).expect("write Cargo.toml");
+}
+
 /// Builds a generated project's manager and copies it out of the shared target directory,
 /// where every project of the same package name builds to the same path: tests that run side
-/// by side would otherwise start each other's binaries (a finalizer "missing" in CI was a
-/// manager built without one). Builds in this process take turns, so the copy is of this build.
+/// by side would otherwise start each other's binaries. Builds in this process take turns, so
+/// the copy is of this build (each project has its own version, see [`own_version`]).
 pub fn build_manager(project: &Path, package: &str) -> PathBuf {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME
