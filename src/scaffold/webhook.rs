@@ -230,12 +230,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
         &api::sample_file(&options.group, &options.version, &options.kind),
     );
 
-    for shared in SHARED_FILES {
-        if !changes.exists(shared) {
-            let template = format!("webhook/{shared}.tera");
-            changes.put(*shared, templates::render(&template, &context)?);
-        }
-    }
+    put_shared_files(&mut changes, &context)?;
     if defaulting || validation {
         changes.put(
             &file,
@@ -300,6 +295,17 @@ fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> 
     Ok(())
 }
 
+/// Writes each of [`SHARED_FILES`] the project does not have yet; those it has stay as kept.
+fn put_shared_files(changes: &mut ChangeSet, context: &tera::Context) -> Result<(), WebhookError> {
+    for shared in SHARED_FILES {
+        if !changes.exists(shared) {
+            let template = format!("webhook/{shared}.tera");
+            changes.put(*shared, templates::render(&template, context)?);
+        }
+    }
+    Ok(())
+}
+
 /// `kopgen edit --webhook-certificates`: switches a project that has webhooks to `mode`.
 pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, WebhookError> {
     let mut project = Project::load(path).map_err(ApiError::from)?;
@@ -312,12 +318,7 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
     let mut context = tera::Context::new();
     context.insert("project_name", &project.project_name);
     context.insert("header", &header);
-    for shared in SHARED_FILES {
-        if !changes.exists(shared) {
-            let template = format!("webhook/{shared}.tera");
-            changes.put(*shared, templates::render(&template, &context)?);
-        }
-    }
+    put_shared_files(&mut changes, &context)?;
     use_certificates(&mut changes, &mut project, mode, &context)?;
     changes.put(project::PROJECT_FILE, project.render());
     Ok(changes)
