@@ -249,6 +249,18 @@ fn usage(pid: u32) -> (u64, u64, Duration) {
     )
 }
 
+/// Where a process's resident memory is: its heap and stacks (`RssAnon`) or mapped files, the
+/// binary's code mostly (`RssFile`).
+fn rss_parts(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .filter(|l| l.starts_with("RssAnon:") || l.starts_with("RssFile:"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Requests the manager's ServiceAccount sent, by the audit log.
 fn requests(plane: &ControlPlane) -> usize {
     let needle = format!("\"impersonatedUser\":{{\"username\":\"{MANAGER_USER}\"");
@@ -415,6 +427,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
     );
     thread::sleep(Duration::from_secs(10));
     let (hwm, rss, cpu) = usage(manager.id());
+    eprintln!("  resident when steady: {}", rss_parts(manager.id()));
     figures.peak_rss_kib = hwm.max(peak);
     figures.steady_rss_kib = rss;
     figures.cpu = cpu;
@@ -445,6 +458,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
     figures.relist_after = last_change.duration_since(restarted);
     figures.relist_requests = last - before;
     let (hwm, _, cpu) = usage(manager.id());
+    eprintln!("  resident after the relist: {}", rss_parts(manager.id()));
     figures.relist_cpu = cpu;
     figures.relist_peak_rss_kib = hwm.max(relist_peak);
     let _ = manager.kill();

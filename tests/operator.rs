@@ -262,6 +262,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     let options = Options {
         garbage_collection: true,
         audit: true,
+        ..Options::default()
     };
     if !support::need("curl", test, "apt install curl") {
         return;
@@ -701,12 +702,74 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     assert!(ungranted.is_empty(), "used without a grant: {ungranted:?}");
     // Minimal: every granted verb was used, except `update` of the finalizers subresource,
     // which no request uses but OwnerReferencesPermissionEnforcement checks for children
-    // whose owner reference blocks owner deletion.
+    // whose owner reference blocks owner deletion, and `list` of what the caches watch: they
+    // stream their lists here, and list on an API server that cannot (the test below).
     let needless: Vec<&String> = unused
         .iter()
         .filter(|grant| !(grant.starts_with("update ") && grant.ends_with("/finalizers")))
+        .filter(|grant| {
+            let watched = grant.replacen("list ", "watch ", 1);
+            // A `list` is needless only when its `watch` is unused too.
+            !grant.starts_with("list ") || unused.contains(&watched)
+        })
         .collect();
     assert!(needless.is_empty(), "granted but never used: {needless:?}");
+    let listed: Vec<&(String, String)> = used.iter().filter(|(verb, _)| verb == "list").collect();
+    assert!(
+        listed.is_empty(),
+        "the caches list instead of streaming: {listed:?}"
+    );
+}
+
+/// An API server without streaming lists (the `WatchList` feature off, as by default in
+/// Kubernetes 1.33) refuses the caches' streaming watches: the manager lists instead, with the
+/// `list` its RBAC grants, and works as before.
+#[test]
+fn without_streaming_lists_the_manager_lists_instead() {
+    let test = "without_streaming_lists_the_manager_lists_instead";
+    let options = Options {
+        audit: true,
+        feature_gates: Some("WatchList=false"),
+        ..Options::default()
+    };
+    let Some(plane) = support::control_plane(test, options) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
+    let binary = support::build_manager(&project, "demo");
+    let rendered = kubectl_ok(
+        &plane,
+        &[
+            "kustomize",
+            &project.join("config/default").display().to_string(),
+        ],
+    );
+    apply(&plane, &rendered);
+    let kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
+    let mut manager = Manager::start(&binary, &kubeconfig, "manager-1", session.path());
+    apply(&plane, &blog("first", "v1", "a"));
+    let context = || format!("--- manager-1\n{}\n{}", first_log(&session), plane.logs());
+    converged(&plane, "first", "a", &context);
+
+    let log = manager.log();
+    assert!(log.contains("refused a streaming list"), "{log}");
+    let used = used_permissions(&plane);
+    for resource in ["apps.example.com/blogs", "/configmaps"] {
+        let listed = ("list".to_owned(), resource.to_owned());
+        assert!(used.contains(&listed), "{resource} not listed: {used:?}");
+    }
+    // The refusals are 422s; nothing was a 403, and no watch failed.
+    assert!(
+        !log.contains("code: 403") && !log.contains("watch failed"),
+        "{log}"
+    );
+    assert_eq!(manager.terminate(), Some(0), "{log}");
 }
 
 fn refused_log(session: &support::Session) -> String {
