@@ -736,21 +736,7 @@ fn without_streaming_lists_the_manager_lists_instead() {
         return;
     };
     let session = support::Session::new();
-    let project = session.init_demo(&[]);
-    support::create_api_ok(
-        &project,
-        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
-    );
-    assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
-    let binary = support::build_manager(&project, "demo");
-    let rendered = kubectl_ok(
-        &plane,
-        &[
-            "kustomize",
-            &project.join("config/default").display().to_string(),
-        ],
-    );
-    apply(&plane, &rendered);
+    let binary = deploy_blog_project(&plane, &session);
     let kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
     let mut manager = Manager::start(&binary, &kubeconfig, "manager-1", session.path());
     apply(&plane, &blog("first", "v1", "a"));
@@ -770,6 +756,27 @@ fn without_streaming_lists_the_manager_lists_instead() {
         "{log}"
     );
     assert_eq!(manager.terminate(), Some(0), "{log}");
+}
+
+/// Scaffolds a project with one kind (Blog, apps/v1), installs it as `make deploy` does (the
+/// CRD, the namespace, the RBAC) and builds its manager, whose binary it returns.
+fn deploy_blog_project(plane: &ControlPlane, session: &support::Session) -> PathBuf {
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
+    let binary = support::build_manager(&project, "demo");
+    let rendered = kubectl_ok(
+        plane,
+        &[
+            "kustomize",
+            &project.join("config/default").display().to_string(),
+        ],
+    );
+    apply(plane, &rendered);
+    binary
 }
 
 fn refused_log(session: &support::Session) -> String {
@@ -908,21 +915,7 @@ fn a_leader_cut_off_from_the_api_server_stops_before_another_takes_over() {
         return;
     };
     let session = support::Session::new();
-    let project = session.init_demo(&[]);
-    support::create_api_ok(
-        &project,
-        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
-    );
-    assert_eq!(support::run_kopgen(&project, &["manifests"]).status, 0);
-    let binary = support::build_manager(&project, "demo");
-    let rendered = kubectl_ok(
-        &plane,
-        &[
-            "kustomize",
-            &project.join("config/default").display().to_string(),
-        ],
-    );
-    apply(&plane, &rendered);
+    let binary = deploy_blog_project(&plane, &session);
 
     let direct = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
     let apiserver_port: u16 = plane
