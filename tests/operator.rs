@@ -20,7 +20,7 @@ use std::{
 
 use serde_json::Value;
 use support::control_plane::{ControlPlane, Options, free_port};
-use support::{eventually, http_get};
+use support::{eventually, http_get, kubectl_ok};
 
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:demo-system:demo-controller-manager";
 const LEASE: &str = "demo.example.com";
@@ -107,16 +107,6 @@ fn https_get(url: &str, token: Option<&str>) -> (u16, String) {
 
 fn kubectl(plane: &ControlPlane, args: &[&str]) -> std::process::Output {
     plane.kubectl().args(args).output().expect("kubectl runs")
-}
-
-fn kubectl_ok(plane: &ControlPlane, args: &[&str]) -> String {
-    let out = kubectl(plane, args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn apply(plane: &ControlPlane, yaml: &str) {

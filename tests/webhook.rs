@@ -16,7 +16,7 @@ use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
 use serde_json::Value;
 use support::control_plane::{ControlPlane, Options, free_port};
-use support::{eventually, http_get};
+use support::{eventually, http_get, kubectl_ok};
 
 /// The user's code, replacing the scaffold's TODOs: a default, a refusal, a warning and a
 /// rule that needs the old object.
@@ -99,17 +99,6 @@ fn blog(name: &str, value: Option<&str>) -> String {
     format!(
         "{{\"apiVersion\": \"apps.example.com/v1\", \"kind\": \"Blog\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"}}, \"spec\": {spec}}}"
     )
-}
-
-/// kubectl `args`, which must succeed: its standard output.
-fn kubectl_ok(plane: &ControlPlane, args: &[&str]) -> String {
-    let out = plane.kubectl().args(args).output().expect("kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// kubectl with `yaml` on standard input: (success, stdout, stderr).

@@ -435,6 +435,17 @@ pub fn kopium_sources(scratch: &Path, test: &str) -> Option<Vec<KopiumSource>> {
 #[path = "../../templates/init/tests/support/control_plane.rs.tera"]
 pub mod control_plane;
 
+/// kubectl `args` against `plane`, which must succeed: its standard output.
+pub fn kubectl_ok(plane: &control_plane::ControlPlane, args: &[&str]) -> String {
+    let out = plane.kubectl().args(args).output().expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Where `.ci/control-plane.sh` puts the control-plane binaries, unless `KUBEBUILDER_ASSETS`
 /// names another directory.
 pub fn control_plane_assets() -> Option<PathBuf> {
