@@ -218,6 +218,9 @@ pub fn cargo(project: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(project)
         .env("CARGO_TARGET_DIR", shared_target_dir())
+        // Each project is built once and thrown away: incremental state (gigabytes over a few
+        // runs, kept per project) would never be reused.
+        .env("CARGO_INCREMENTAL", "0")
         .env_remove("RUSTFLAGS")
         .output()
         .expect("cargo runs")
