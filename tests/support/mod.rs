@@ -238,25 +238,57 @@ pub fn cargo_ok(project: &Path, args: &[&str]) {
     );
 }
 
-/// Gives the project's crate a version of its own (`0.1.0-t<hash of its path>`). Cargo names a
-/// root crate's artifacts and freshness records by name and version, not by path, so two
-/// projects named `demo` built into the shared target directory share them: the second build
-/// can be judged fresh (its files are older than the first build) and leave the first
-/// project's code in place — a manager without `--finalizer` was run for one with it.
+/// Gives the project's crate a version of its own (`0.1.0-t<build key>`, see [`build_key`]).
+/// Cargo names a root crate's artifacts and freshness records by name and version, not by
+/// path, so two projects named `demo` built into the shared target directory share them: the
+/// second build can be judged fresh (its files are older than the first build) and leave the
+/// first project's code in place — a manager without `--finalizer` was run for one with it.
 fn own_version(project: &Path) {
-    use std::hash::{Hash, Hasher};
     let manifest = project.join("Cargo.toml");
     let Ok(text) = std::fs::read_to_string(&manifest) else {
         return;
     };
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    project.hash(&mut hasher);
-    let tagged = format!("\nversion = \"0.1.0-t{:016x}\"\n", hasher.finish());
+    let tagged = format!("\nversion = \"0.1.0-t{:016x}\"\n", build_key(project));
     if text.contains(&tagged) {
         return;
     }
     let edited = text.replacen("\nversion = \"0.1.0\"\n", &tagged, 1);
     std::fs::write(&manifest, edited).expect("write Cargo.toml");
+}
+
+/// Different for every project built in one run, and the same for the same project of the
+/// same test in the next run: its artifacts then replace the last run's instead of piling up
+/// in the shared target directory (a key of the project's temporary path grew it by hundreds
+/// of megabytes a run). A rerun's files are newer than the last run's build, so it rebuilds.
+fn build_key(project: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    static PROJECTS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    // The test binary without cargo's hash, the test (libtest names its thread after it), and
+    // the project's directory name.
+    let exe = std::env::current_exe().unwrap_or_default();
+    let stem = exe.file_stem().unwrap_or_default().to_string_lossy();
+    let binary = stem
+        .rsplit_once('-')
+        .map_or(&*stem, |(name, _)| name)
+        .to_owned();
+    let test = thread::current().name().unwrap_or("main").to_owned();
+    let name = project.file_name().unwrap_or_default().to_string_lossy();
+    let base = format!("{binary}/{test}/{name}");
+    let mut projects = PROJECTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let same_base = projects.iter().filter(|(b, _)| *b == base);
+    let nth = match same_base.clone().position(|(_, path)| path == project) {
+        Some(nth) => nth,
+        None => {
+            let nth = same_base.count();
+            projects.push((base.clone(), project.to_owned()));
+            nth
+        }
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (base, nth).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Builds a generated project's manager and copies it out of the shared target directory,
