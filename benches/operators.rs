@@ -5,24 +5,28 @@
 //! each object count (`KOPGEN_BENCH_OBJECTS`, default `1000,10000`) starts a fresh etcd and
 //! kube-apiserver (`.ci/control-plane.sh` builds them), installs the operator's CRD, starts the
 //! manager as a ServiceAccount, creates the objects at once and measures:
-//! - the time until every object is Ready at its generation;
+//! - the time until every object is Ready at its generation (followed with a watch: polling a
+//!   list of 10,000 objects would take the cores the managers are measured on);
 //! - the API requests the manager sent per object (from the API server's audit log);
 //! - the manager's peak and steady resident memory and CPU seconds (from `/proc`);
 //! - the same after a restart of the manager (a relist of everything, nothing to change),
 //!   settled once it has neither sent a request nor been busy on the CPU for 5 s.
 //!
-//! It prints a Markdown table. Both managers run with their defaults (one reconcile at a time,
-//! no leader election). `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
+//! It prints a Markdown table, with the ratio of kopgen's figures to Kubebuilder's; with
+//! `KOPGEN_BENCH_RUNS=N`, the median of N runs (the managers take turns). Both managers run with
+//! their defaults (one reconcile at a time, no leader election). `KOPGEN_BENCH_ONLY=kopgen` or
+//! `=kubebuilder` runs one side.
 
 #[path = "../templates/init/tests/support/control_plane.rs.tera"]
 mod control_plane;
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap},
     fmt::Write as _,
-    io::Write as _,
+    io::{BufRead, BufReader, Write as _},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
     thread,
     time::{Duration, Instant},
 };
@@ -72,30 +76,107 @@ fn main() {
     if !only.contains("kopgen") {
         operators.push(go_operator());
     }
-    let mut table = String::from(
-        "| operator | objects | all Ready after | requests / object | peak RSS | steady RSS | CPU | relist: settled after | relist: requests / object | relist: CPU | relist: peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    // `KOPGEN_BENCH_RUNS=3` runs each size three times, the managers taking turns, and reports
+    // the median of each figure: time to Ready varies by ±10% from run to run on 2 cores.
+    let runs: usize = std::env::var("KOPGEN_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut table = format!(
+        "| operator | objects | {} |\n|{}\n",
+        COLUMNS.map(|(name, _, _)| name).join(" | "),
+        " --- |".repeat(COLUMNS.len() + 2)
     );
     for &count in &counts {
-        for operator in &operators {
-            let f = run(&assets, operator, count);
+        let mut results = vec![Vec::new(); operators.len()];
+        for round in 1..=runs {
+            for (operator, results) in operators.iter().zip(&mut results) {
+                let columns = run(&assets, operator, count).columns(count);
+                eprintln!(
+                    "run {round} of {runs}:\n{}",
+                    row(operator.name, count, &columns)
+                );
+                results.push(columns);
+            }
+        }
+        let medians: Vec<[f64; 9]> = results.iter().map(|r| median(r)).collect();
+        for (operator, columns) in operators.iter().zip(&medians) {
+            table.push_str(&row(operator.name, count, columns));
+        }
+        if let [kopgen, kubebuilder] = &medians[..] {
+            let ratios: Vec<String> = kopgen
+                .iter()
+                .zip(kubebuilder)
+                .map(|(k, g)| {
+                    if *g > 0.0 {
+                        format!("{:.2}×", k / g)
+                    } else {
+                        "–".into()
+                    }
+                })
+                .collect();
             let _ = writeln!(
                 table,
-                "| {} | {count} | {:.1} s | {:.2} | {:.1} MiB | {:.1} MiB | {:.1} s | {:.1} s | {:.2} | {:.1} s | {:.1} MiB |",
-                operator.name,
-                f.ready_after.as_secs_f64(),
-                f.requests as f64 / count as f64,
-                f.peak_rss_kib as f64 / 1024.0,
-                f.steady_rss_kib as f64 / 1024.0,
-                f.cpu.as_secs_f64(),
-                f.relist_after.as_secs_f64(),
-                f.relist_requests as f64 / count as f64,
-                f.relist_cpu.as_secs_f64(),
-                f.relist_peak_rss_kib as f64 / 1024.0,
+                "| kopgen ÷ Kubebuilder | {count} | {} |",
+                ratios.join(" | ")
             );
-            eprintln!("{table}");
         }
+        eprintln!("{table}");
+    }
+    if runs > 1 {
+        let _ = writeln!(table, "\nMedians of {runs} runs.");
     }
     println!("{table}");
+}
+
+/// The table's figures: name, unit and decimals.
+const COLUMNS: [(&str, &str, usize); 9] = [
+    ("all Ready after", " s", 1),
+    ("requests / object", "", 2),
+    ("peak RSS", " MiB", 1),
+    ("steady RSS", " MiB", 1),
+    ("CPU", " s", 1),
+    ("relist: settled after", " s", 1),
+    ("relist: requests / object", "", 2),
+    ("relist: CPU", " s", 1),
+    ("relist: peak RSS", " MiB", 1),
+];
+
+impl Figures {
+    /// The figures in the table's order and units.
+    fn columns(&self, count: usize) -> [f64; 9] {
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        [
+            self.ready_after.as_secs_f64(),
+            self.requests as f64 / count as f64,
+            mib(self.peak_rss_kib),
+            mib(self.steady_rss_kib),
+            self.cpu.as_secs_f64(),
+            self.relist_after.as_secs_f64(),
+            self.relist_requests as f64 / count as f64,
+            self.relist_cpu.as_secs_f64(),
+            mib(self.relist_peak_rss_kib),
+        ]
+    }
+}
+
+fn row(name: &str, count: usize, columns: &[f64; 9]) -> String {
+    let cells: Vec<String> = COLUMNS
+        .iter()
+        .zip(columns)
+        .map(|((_, unit, decimals), value)| format!("{value:.decimals$}{unit}"))
+        .collect();
+    format!("| {name} | {count} | {} |\n", cells.join(" | "))
+}
+
+/// Each figure's median over the runs (the upper one of an even count).
+fn median(runs: &[[f64; 9]]) -> [f64; 9] {
+    std::array::from_fn(|i| {
+        let mut values: Vec<f64> = runs.iter().map(|r| r[i]).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    })
 }
 
 fn assets() -> PathBuf {
@@ -323,6 +404,7 @@ fn breakdown(plane: &ControlPlane, skip: usize) -> String {
         time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
     };
     let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut spans = Vec::new();
     for line in log.lines().filter(|l| l.contains(&needle)).skip(skip) {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
@@ -340,9 +422,18 @@ fn breakdown(plane: &ControlPlane, skip: usize) -> String {
             (Some(start), Some(end)) => (end - start).as_seconds_f64() * 1000.0,
             _ => f64::NAN,
         };
+        let writes = matches!(text(&event["verb"]).as_str(), "create" | "update" | "patch")
+            && text(&object["resource"]) != "events";
+        if let (true, Some(start), Some(end)) = (
+            writes,
+            time(&event, "requestReceivedTimestamp"),
+            time(&event, "stageTimestamp"),
+        ) {
+            spans.push((start, end));
+        }
         by.entry(key).or_default().push(latency);
     }
-    let mut out = String::new();
+    let mut out = pace(&spans);
     for (key, mut latencies) in by {
         latencies.sort_by(f64::total_cmp);
         let median = latencies[latencies.len() / 2];
@@ -355,23 +446,139 @@ fn breakdown(plane: &ControlPlane, skip: usize) -> String {
     out
 }
 
-fn ready_count(plane: &ControlPlane) -> usize {
-    let out = plane
-        .kubectl()
-        .args([
-            "get",
-            "blogs.apps.example.com",
-            "-n",
-            "bench",
-            "-o",
-            "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
-        ])
-        .output()
-        .expect("kubectl");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| *l == "True")
-        .count()
+/// When the objects were created and when the manager wrote, from the first object's creation:
+/// how much of the time until Ready is the creators', and how soon the manager started.
+fn timeline(plane: &ControlPlane) -> String {
+    let needle = manager_needle();
+    let log = std::fs::read_to_string(plane.audit_log()).unwrap_or_default();
+    let (mut created, mut written) = (Vec::new(), Vec::new());
+    for line in log.lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let text = event["requestReceivedTimestamp"]
+            .as_str()
+            .unwrap_or_default();
+        let Ok(at) =
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        else {
+            continue;
+        };
+        let (verb, resource) = (&event["verb"], &event["objectRef"]["resource"]);
+        if line.contains(&needle) && (verb == "patch" || verb == "create" || verb == "update") {
+            written.push(at);
+        } else if verb == "create" && resource == "blogs" {
+            created.push(at);
+        }
+    }
+    let (Some(first), Some(last_created)) = (created.iter().min(), created.iter().max()) else {
+        return String::new();
+    };
+    let (Some(first_write), Some(last_write)) = (written.iter().min(), written.iter().max()) else {
+        return String::new();
+    };
+    format!(
+        "  from the first object created: all created after {:.1} s, the manager's first write after {:.1} s, its last after {:.1} s\n",
+        (*last_created - *first).as_seconds_f64(),
+        (*first_write - *first).as_seconds_f64(),
+        (*last_write - *first).as_seconds_f64(),
+    )
+}
+
+/// Where the time of a manager that reconciles one object at a time goes, from the spans of its
+/// writes (its reads are from its caches; events are sent in the background): in the API
+/// server, or between one response and the next request (the manager's own work, the network,
+/// waiting for a core).
+fn pace(spans: &[(time::OffsetDateTime, time::OffsetDateTime)]) -> String {
+    let mut spans = spans.to_vec();
+    spans.sort();
+    let in_server: f64 = spans.iter().map(|(s, e)| (*e - *s).as_seconds_f64()).sum();
+    let mut gaps: Vec<f64> = spans
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].1).as_seconds_f64())
+        .filter(|gap| *gap >= 0.0)
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let Some(median) = gaps.get(gaps.len() / 2) else {
+        return String::new();
+    };
+    format!(
+        "  writes: {} requests, {in_server:.1} s in the API server, {:.1} s between them (median {:.1} ms)\n",
+        spans.len(),
+        gaps.iter().sum::<f64>(),
+        median * 1000.0
+    )
+}
+
+/// Which objects are `Ready` at their generation, followed with `kubectl get --watch` as their
+/// changes arrive: listing 10,000 objects every second would take the API server and kubectl a
+/// good part of the two cores the managers are measured on.
+struct ReadyWatch {
+    ready: Arc<Mutex<HashMap<String, bool>>>,
+    kubectl: Child,
+}
+
+impl ReadyWatch {
+    fn start(plane: &ControlPlane) -> Self {
+        let ready = Arc::new(Mutex::new(HashMap::new()));
+        let kubectl = Self::follow(plane, ready.clone());
+        ReadyWatch { ready, kubectl }
+    }
+
+    /// One line per change: name, generation, and the Ready condition's observed generation
+    /// and status (empty where missing).
+    fn follow(plane: &ControlPlane, ready: Arc<Mutex<HashMap<String, bool>>>) -> Child {
+        let mut kubectl = plane
+            .kubectl()
+            .args([
+                "get",
+                "blogs.apps.example.com",
+                "-n",
+                "bench",
+                "--watch",
+                "-o",
+                "jsonpath={.metadata.name}|{.metadata.generation}|{.status.conditions[?(@.type==\"Ready\")].observedGeneration}|{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch");
+        let stdout = kubectl.stdout.take().expect("piped");
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let fields: Vec<&str> = line.split('|').collect();
+                if let [name, generation, observed, status] = fields[..] {
+                    let at_generation = *status == *"True" && observed == generation;
+                    ready
+                        .lock()
+                        .expect("lock")
+                        .insert(name.to_owned(), at_generation);
+                }
+            }
+        });
+        kubectl
+    }
+
+    /// How many are Ready; a watch that ended (the API server closes them now and then) is
+    /// started again, and its first list brings every object's state.
+    fn count(&mut self, plane: &ControlPlane) -> usize {
+        if matches!(self.kubectl.try_wait(), Ok(Some(_))) {
+            self.kubectl = Self::follow(plane, self.ready.clone());
+        }
+        self.ready
+            .lock()
+            .expect("lock")
+            .values()
+            .filter(|r| **r)
+            .count()
+    }
+}
+
+impl Drop for ReadyWatch {
+    fn drop(&mut self) {
+        let _ = self.kubectl.kill();
+        let _ = self.kubectl.wait();
+    }
 }
 
 fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
@@ -429,6 +636,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         }
         files.push(path);
     }
+    let mut watch = ReadyWatch::start(&plane);
     let started = Instant::now();
     let creators: Vec<Child> = files
         .iter()
@@ -446,7 +654,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         let _ = creator.wait();
     }
     let mut peak = 0;
-    while ready_count(&plane) < count {
+    while watch.count(&plane) < count {
         peak = peak.max(usage(manager.id()).0);
         assert!(
             started.elapsed() < Duration::from_secs(1800),
@@ -454,16 +662,18 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
             operator.name,
             std::fs::read_to_string(dir.path().join("manager.log")).unwrap_or_default()
         );
-        thread::sleep(Duration::from_secs(1));
+        thread::sleep(Duration::from_millis(100));
     }
+    drop(watch);
     let mut figures = Figures {
         ready_after: started.elapsed(),
         requests: requests(&plane),
         ..Figures::default()
     };
     eprintln!(
-        "{}, {count} objects, until Ready:\n{}",
+        "{}, {count} objects, until Ready:\n{}{}",
         operator.name,
+        timeline(&plane),
         breakdown(&plane, 0)
     );
     thread::sleep(Duration::from_secs(10));
