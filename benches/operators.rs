@@ -14,8 +14,8 @@
 //!
 //! It prints a Markdown table, with the ratio of kopgen's figures to Kubebuilder's; with
 //! `KOPGEN_BENCH_RUNS=N`, the median of N runs (the managers take turns). Both managers run with
-//! their defaults (one reconcile at a time, no leader election). `KOPGEN_BENCH_ONLY=kopgen` or
-//! `=kubebuilder` runs one side.
+//! their defaults (one reconcile at a time, no leader election); `KOPGEN_BENCH_CONCURRENCY=N` runs
+//! both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
 #[path = "../templates/init/tests/support/control_plane.rs.tera"]
 mod control_plane;
@@ -41,6 +41,13 @@ struct Operator {
     crds: PathBuf,
     /// Flags beside the probe address.
     args: Vec<String>,
+    /// How it is told how many objects to reconcile at once.
+    concurrency: Setting,
+}
+
+enum Setting {
+    Flag(&'static str),
+    Env(&'static str),
 }
 
 #[derive(Default)]
@@ -105,14 +112,15 @@ fn main() {
             table.push_str(&row(operator.name, count, columns));
         }
         if let [kopgen, kubebuilder] = &medians[..] {
-            let ratios: Vec<String> = kopgen
+            // Of the figures as shown: a ratio of two that round to zero means nothing.
+            let ratios: Vec<String> = COLUMNS
                 .iter()
-                .zip(kubebuilder)
-                .map(|(k, g)| {
-                    if *g > 0.0 {
-                        format!("{:.2}×", k / g)
-                    } else {
-                        "–".into()
+                .zip(kopgen.iter().zip(kubebuilder))
+                .map(|((_, _, decimals), (k, g))| {
+                    let shown = |v: f64| format!("{v:.decimals$}").parse().unwrap_or(0.0);
+                    match (shown(*k), shown(*g)) {
+                        (k, g) if k > 0.0 && g > 0.0 => format!("{:.2}×", k / g),
+                        _ => "–".into(),
                     }
                 })
                 .collect();
@@ -126,6 +134,9 @@ fn main() {
     }
     if runs > 1 {
         let _ = writeln!(table, "\nMedians of {runs} runs.");
+    }
+    if let Ok(n) = std::env::var("KOPGEN_BENCH_CONCURRENCY") {
+        let _ = writeln!(table, "\nBoth managers reconcile {n} objects at once.");
     }
     println!("{table}");
 }
@@ -251,6 +262,7 @@ fn rust_operator(scratch: &Path) -> Operator {
         binary: shared_target_dir().join("release/bench"),
         crds: project.join("config/crd/bases"),
         args: vec!["--metrics-bind-address=0".into()],
+        concurrency: Setting::Flag("--max-concurrent-reconciles"),
     }
 }
 
@@ -267,6 +279,8 @@ fn go_operator() -> Operator {
         binary: project.join("bin/manager"),
         crds: project.join("config/crd/bases"),
         args: vec!["--metrics-bind-address=0".into()],
+        // Read by benches/operators/blog_controller.go.
+        concurrency: Setting::Env("BENCH_MAX_CONCURRENT_RECONCILES"),
     }
 }
 
@@ -288,6 +302,13 @@ fn start_manager(operator: &Operator, kubeconfig: &Path, log: &Path) -> Child {
         }
         None => Command::new(&operator.binary),
     };
+    // `KOPGEN_BENCH_CONCURRENCY=N` runs both with N reconciles at once (default: their own, one).
+    if let Ok(n) = std::env::var("KOPGEN_BENCH_CONCURRENCY") {
+        match operator.concurrency {
+            Setting::Flag(flag) => command.arg(format!("{flag}={n}")),
+            Setting::Env(name) => command.env(name, n),
+        };
+    }
     command
         .args(&operator.args)
         .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))

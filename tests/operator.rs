@@ -415,6 +415,49 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     });
     apply(&plane, &blog("first", "v1", "baz"));
     converged(&plane, "first", "baz", &context);
+    // The same as the first change of a new Blog: the child was created with a plain create,
+    // whose fields only an apply that first takes them over can remove.
+    apply(&plane, &blog("fresh", "v1", "once"));
+    converged(&plane, "fresh", "once", &context);
+    kubectl_ok(
+        &plane,
+        &[
+            "patch",
+            "blogs.apps.example.com",
+            "fresh",
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"foo":null}}"#,
+        ],
+    );
+    eventually("foo is removed from a created child", &context, || {
+        let cm = get(&plane, "configmap", "fresh", "default")?;
+        cm["data"]["foo"].is_null().then_some(())
+    });
+    let managers = kubectl_ok(
+        &plane,
+        &[
+            "get",
+            "configmap",
+            "fresh",
+            "-n",
+            "default",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}",
+        ],
+    );
+    assert_eq!(
+        managers.trim(),
+        "demo-manager/Apply",
+        "the create's fields were handed to the apply"
+    );
+    kubectl_ok(
+        &plane,
+        &["delete", "blogs.apps.example.com", "fresh", "-n", "default"],
+    );
     lap("a removed spec field leaves the child", &mut timings);
 
     // An edit of the child by someone else is repaired.

@@ -9,6 +9,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -73,12 +76,19 @@ func (r *BlogReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return ctrl.Result{}, err
 }
 
-// SetupWithManager sets up the controller with the Manager.
+// SetupWithManager sets up the controller with the Manager. BENCH_MAX_CONCURRENT_RECONCILES
+// raises controller-runtime's default of one reconcile at a time, as kopgen's
+// --max-concurrent-reconciles does, so that both can be compared at the same setting.
 func (r *BlogReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Recorder = mgr.GetEventRecorder("blog-controller")
+	options := controller.Options{}
+	if n, err := strconv.Atoi(os.Getenv("BENCH_MAX_CONCURRENT_RECONCILES")); err == nil {
+		options.MaxConcurrentReconciles = n
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1.Blog{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}).
 		Named("blog").
+		WithOptions(options).
 		Complete(r)
 }
