@@ -13,7 +13,8 @@
 //!   settled once it has neither sent a request nor been busy on the CPU for 5 s.
 //!
 //! It prints a Markdown table, with the ratio of kopgen's figures to Kubebuilder's; with
-//! `KOPGEN_BENCH_RUNS=N`, the median of N runs (the managers take turns). Both managers run with
+//! `KOPGEN_BENCH_RUNS=N`, the median of N runs (the managers take turns, each first in every
+//! other round). Both managers run with
 //! their defaults (one reconcile at a time, no leader election); `KOPGEN_BENCH_CONCURRENCY=N` runs
 //! both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
@@ -98,13 +99,19 @@ fn main() {
     for &count in &counts {
         let mut results = vec![Vec::new(); operators.len()];
         for round in 1..=runs {
-            for (operator, results) in operators.iter().zip(&mut results) {
-                let columns = run(&assets, operator, count).columns(count);
+            // Each goes first in every other round, so that a machine getting faster or slower
+            // during the runs favours neither.
+            let mut order: Vec<usize> = (0..operators.len()).collect();
+            if round % 2 == 0 {
+                order.reverse();
+            }
+            for i in order {
+                let columns = run(&assets, &operators[i], count).columns(count);
                 eprintln!(
                     "run {round} of {runs}:\n{}",
-                    row(operator.name, count, &columns)
+                    row(operators[i].name, count, &columns)
                 );
-                results.push(columns);
+                results[i].push(columns);
             }
         }
         let medians: Vec<[f64; 9]> = results.iter().map(|r| median(r)).collect();
