@@ -129,6 +129,13 @@ fn get(plane: &ControlPlane, resource: &str, name: &str, namespace: &str) -> Opt
         .then(|| serde_json::from_slice(&out.stdout).expect("kubectl prints JSON"))
 }
 
+/// Removes `foo` from the Blog's spec.
+fn drop_foo(plane: &ControlPlane, name: &str) {
+    let patch = r#"{"spec":{"foo":null}}"#;
+    let args = ["patch", "blogs.apps.example.com", name, "-n", "default"];
+    kubectl_ok(plane, &[&args[..], &["--type=merge", "-p", patch]].concat());
+}
+
 fn blog(name: &str, version: &str, value: &str) -> String {
     format!(
         "apiVersion: apps.example.com/{version}\nkind: Blog\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  foo: {value}\n"
@@ -396,19 +403,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     lap("spec edit reaches the child", &mut timings);
 
     // A key the spec no longer asks for is removed from the child.
-    kubectl_ok(
-        &plane,
-        &[
-            "patch",
-            "blogs.apps.example.com",
-            "first",
-            "-n",
-            "default",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"foo":null}}"#,
-        ],
-    );
+    drop_foo(&plane, "first");
     eventually("foo is removed from the child", &context, || {
         let cm = get(&plane, "configmap", "first", "default")?;
         cm["data"]["foo"].is_null().then_some(())
@@ -419,19 +414,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     // whose fields only an apply that first takes them over can remove.
     apply(&plane, &blog("fresh", "v1", "once"));
     converged(&plane, "fresh", "once", &context);
-    kubectl_ok(
-        &plane,
-        &[
-            "patch",
-            "blogs.apps.example.com",
-            "fresh",
-            "-n",
-            "default",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"foo":null}}"#,
-        ],
-    );
+    drop_foo(&plane, "fresh");
     eventually("foo is removed from a created child", &context, || {
         let cm = get(&plane, "configmap", "fresh", "default")?;
         cm["data"]["foo"].is_null().then_some(())
