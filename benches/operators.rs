@@ -14,9 +14,8 @@
 //!
 //! It prints a Markdown table, with the ratio of kopgen's figures to Kubebuilder's; with
 //! `KOPGEN_BENCH_RUNS=N`, the median of N runs (the managers take turns, each first in every
-//! other round). Both managers run with
-//! their defaults (one reconcile at a time, no leader election); `KOPGEN_BENCH_CONCURRENCY=N` runs
-//! both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
+//! other round). Both managers run with their defaults (one reconcile at a time, no leader
+//! election); `KOPGEN_BENCH_CONCURRENCY=N` runs both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
 #[path = "../templates/init/tests/support/control_plane.rs.tera"]
 mod control_plane;
@@ -427,10 +426,6 @@ fn requests(plane: &ControlPlane) -> usize {
 fn breakdown(plane: &ControlPlane, skip: usize) -> String {
     let needle = manager_needle();
     let log = std::fs::read_to_string(plane.audit_log()).unwrap_or_default();
-    let time = |event: &serde_json::Value, key: &str| {
-        let text = event[key].as_str().unwrap_or_default();
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
-    };
     let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut spans = Vec::new();
     for line in log.lines().filter(|l| l.contains(&needle)).skip(skip) {
@@ -443,20 +438,17 @@ fn breakdown(plane: &ControlPlane, skip: usize) -> String {
         if let Some(sub) = object["subresource"].as_str() {
             key = format!("{key}/{sub}");
         }
-        let latency = match (
-            time(&event, "requestReceivedTimestamp"),
-            time(&event, "stageTimestamp"),
-        ) {
+        let span = (
+            audit_time(&event, "requestReceivedTimestamp"),
+            audit_time(&event, "stageTimestamp"),
+        );
+        let latency = match span {
             (Some(start), Some(end)) => (end - start).as_seconds_f64() * 1000.0,
             _ => f64::NAN,
         };
         let writes = matches!(text(&event["verb"]).as_str(), "create" | "update" | "patch")
             && text(&object["resource"]) != "events";
-        if let (true, Some(start), Some(end)) = (
-            writes,
-            time(&event, "requestReceivedTimestamp"),
-            time(&event, "stageTimestamp"),
-        ) {
+        if let (true, (Some(start), Some(end))) = (writes, span) {
             spans.push((start, end));
         }
         by.entry(key).or_default().push(latency);
@@ -474,6 +466,12 @@ fn breakdown(plane: &ControlPlane, skip: usize) -> String {
     out
 }
 
+/// A timestamp of an audit event (`requestReceivedTimestamp`, `stageTimestamp`).
+fn audit_time(event: &serde_json::Value, key: &str) -> Option<time::OffsetDateTime> {
+    let text = event[key].as_str()?;
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+}
+
 /// When the objects were created and when the manager wrote, from the first object's creation:
 /// how much of the time until Ready is the creators', and how soon the manager started.
 fn timeline(plane: &ControlPlane) -> String {
@@ -484,12 +482,7 @@ fn timeline(plane: &ControlPlane) -> String {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let text = event["requestReceivedTimestamp"]
-            .as_str()
-            .unwrap_or_default();
-        let Ok(at) =
-            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        else {
+        let Some(at) = audit_time(&event, "requestReceivedTimestamp") else {
             continue;
         };
         let (verb, resource) = (&event["verb"], &event["objectRef"]["resource"]);
