@@ -17,7 +17,7 @@
 //! other round). Both managers run with their defaults (one reconcile at a time, no leader
 //! election); `KOPGEN_BENCH_CONCURRENCY=N` runs both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
-#[path = "../templates/init/tests/support/control_plane.rs.tera"]
+#[path = "../runtime/src/envtest.rs"]
 mod control_plane;
 
 use std::{

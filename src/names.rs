@@ -383,7 +383,7 @@ mod tests {
             "CustomResource",
             "ConfigMap",
             "Reconcile",
-            "BoxFuture",
+            "Start",
             "ResourceExt",
             "ObjectMeta",
             "None",
@@ -393,7 +393,6 @@ mod tests {
             "Default",
             "Context",
             "Condition",
-            "Api",
             "Self",
         ] {
             assert_eq!(

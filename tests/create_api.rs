@@ -114,7 +114,7 @@ fn the_same_kind_in_two_groups_does_not_clash() {
         "{controllers}"
     );
     assert!(
-        controllers.contains("    media::blog_controller::start,\n"),
+        controllers.contains("    media::blog_controller::START,\n"),
         "{controllers}"
     );
 }

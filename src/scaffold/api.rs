@@ -684,7 +684,7 @@ fn register_controller(
         changes,
         "src/controllers/mod.rs",
         "+kopgen:scaffold:controller-start",
-        &[format!("{}::{module}::start,", kind.group_mod)],
+        &[format!("{}::{module}::START,", kind.group_mod)],
     )?;
     Ok(())
 }

@@ -104,6 +104,7 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
     context.insert("namespaced", &options.namespaced);
     context.insert("year", &super::current_year());
     context.insert("kopgen_version", crate::VERSION);
+    context.insert("runtime_version", crate::runtime_crate::VERSION);
     let boilerplate = templates::render("init/hack/boilerplate.rs.txt.tera", &context)?;
     context.insert("header", &header_from_boilerplate(&boilerplate));
 
@@ -150,6 +151,7 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
     );
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
+    crate::runtime_crate::vendor(&mut changes);
     Ok(changes)
 }
 

@@ -231,6 +231,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     );
 
     put_shared_files(&mut changes, &context)?;
+    register_webhooks(&mut changes, &context)?;
     if defaulting || validation {
         changes.put(
             &file,
@@ -368,9 +369,57 @@ fn use_certificates(
             &context,
         )?,
     );
+    runtime_feature(
+        changes,
+        "self-managed-certs",
+        mode == Certificates::SelfManaged,
+    )?;
     project.webhook_certificates = Some(mode);
     Ok(())
 }
+
+/// The project's webhook registry (`src/webhooks/mod.rs`, written at the first webhook), its
+/// registration with the manager, and the runtime's `webhooks` feature.
+fn register_webhooks(changes: &mut ChangeSet, context: &tera::Context) -> Result<(), WebhookError> {
+    if !changes.exists(WEBHOOKS_MOD) {
+        let registry = templates::render("webhook/mod.rs.tera", context)?;
+        changes.put(WEBHOOKS_MOD, registry);
+    }
+    api::edit_sorted(
+        changes,
+        "src/lib.rs",
+        "+kopgen:scaffold:modules",
+        &["pub mod webhooks;".to_owned()],
+    )?;
+    api::edit(
+        changes,
+        "src/lib.rs",
+        "+kopgen:scaffold:manager",
+        &["let manager = manager.webhooks(webhooks::WEBHOOKS, webhooks::CONVERSIONS);".to_owned()],
+    )?;
+    runtime_feature(changes, "webhooks", true)
+}
+
+/// Turns a feature of the runtime dependency on or off in `Cargo.toml`.
+fn runtime_feature(changes: &mut ChangeSet, feature: &str, on: bool) -> Result<(), WebhookError> {
+    let line = format!("\"{feature}\",");
+    if on {
+        api::edit(changes, CARGO_TOML, RUNTIME_FEATURES, &[line])?;
+    } else if let Some(text) = changes.read(CARGO_TOML)? {
+        let kept: Vec<&str> = text.lines().filter(|l| l.trim() != line).collect();
+        let mut edited = kept.join("\n");
+        edited.push('\n');
+        if edited != text {
+            changes.put(CARGO_TOML, edited);
+        }
+    }
+    Ok(())
+}
+
+const WEBHOOKS_MOD: &str = "src/webhooks/mod.rs";
+const CARGO_TOML: &str = "Cargo.toml";
+/// Where the features of the runtime dependency are listed in `Cargo.toml`.
+const RUNTIME_FEATURES: &str = "+kopgen:scaffold:runtime-features";
 
 /// The hub must be the storage version and each spoke another version of the kind.
 fn check_conversion(options: &WebhookOptions, project: &Project) -> Result<(), WebhookError> {

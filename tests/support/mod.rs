@@ -467,7 +467,7 @@ pub fn kopium_sources(scratch: &Path, test: &str) -> Option<Vec<KopiumSource>> {
     Some(out)
 }
 
-#[path = "../../templates/init/tests/support/control_plane.rs.tera"]
+#[path = "../../runtime/src/envtest.rs"]
 pub mod control_plane;
 
 /// kubectl `args` against `plane`, which must succeed: its standard output.

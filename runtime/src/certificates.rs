@@ -1,4 +1,4 @@
-{{ header }}//! Self-managed webhook certificates (`--webhook-cert-secret`), for clusters without
+//! Self-managed webhook certificates (`--webhook-cert-secret`), for clusters without
 //! cert-manager (controller-runtime#3038): the manager keeps its own CA and serving certificate
 //! in a Secret, and keeps `caBundle` current on its webhook configurations and on the CRDs it
 //! converts, with server-side apply.
@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use x509_parser::{certificate::X509Certificate, extensions::GeneralName};
 
-use crate::{Error, MANAGER_NAME, Result, tls::Tls};
+use crate::{Error, Result, tls::Tls};
 
 // The manager reads and writes its Secret, and sets caBundle on its own webhook configurations
 // and CRDs; config/selfmanaged grants exactly that (rules restricted by resourceNames).
@@ -58,24 +58,37 @@ const TLS_KEY: &str = "tls.key";
 /// key, and the serving certificate and key, all PEM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
+    /// The CAs to trust (PEM, the newest first while an older one is still in use).
     pub ca_bundle: String,
+    /// The newest CA's key.
     pub ca_key: String,
+    /// The serving certificate.
     pub cert: String,
+    /// Its key.
     pub key: String,
 }
 
 /// Where the certificates live and who must trust them.
 #[derive(Clone)]
 pub struct SelfManaged {
+    /// Client for the API server.
     pub client: Client,
+    /// The manager's name: the Secret's `managed-by` label, and (with `-certificates`) the
+    /// field manager of the `caBundle`s.
+    pub manager: String,
+    /// The manager's namespace, home of the Secret.
     pub namespace: String,
+    /// The Secret that keeps the CA and the serving certificate.
     pub secret: String,
     /// The names the serving certificate is valid for (the webhook Service's DNS names).
     pub hosts: Vec<String>,
+    /// The MutatingWebhookConfiguration whose `caBundle`s are kept current.
     pub mutating_configuration: String,
+    /// The ValidatingWebhookConfiguration whose `caBundle`s are kept current.
     pub validating_configuration: String,
     /// CRDs whose conversion webhook this manager serves.
     pub crds: Vec<String>,
+    /// How often the certificate and the `caBundle`s are checked.
     pub check_every: Duration,
 }
 
@@ -158,7 +171,7 @@ impl SelfManaged {
                         labels: Some(
                             [(
                                 "app.kubernetes.io/managed-by".to_owned(),
-                                MANAGER_NAME.to_owned(),
+                                self.manager.clone(),
                             )]
                             .into(),
                         ),
@@ -187,7 +200,7 @@ impl SelfManaged {
     /// Sets `caBundle` wherever the API server calls this manager, where it differs.
     async fn trust(&self, bundle: &str) -> Result<()> {
         let encoded = serde_json::to_value(ByteString(bundle.as_bytes().to_vec()))?;
-        let params = PatchParams::apply(&format!("{MANAGER_NAME}-certificates")).force();
+        let params = PatchParams::apply(&format!("{}-certificates", self.manager)).force();
 
         self.trust_configuration::<MutatingWebhookConfiguration>(
             &self.mutating_configuration,
@@ -445,7 +458,7 @@ fn new_ca(now: OffsetDateTime) -> Result<(String, String)> {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(
         DnType::CommonName,
-        format!("{MANAGER_NAME} webhook CA {}", now.unix_timestamp()),
+        format!("kopgen webhook CA {}", now.unix_timestamp()),
     );
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![

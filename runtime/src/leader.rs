@@ -1,4 +1,4 @@
-{{ header }}//! Leader election on a coordination.k8s.io Lease, so that with several replicas only one
+//! Leader election on a coordination.k8s.io Lease, so that with several replicas only one
 //! reconciles. It follows client-go's `leaderelection` (what controller-runtime uses), with
 //! its defaults:
 //! - every replica tries to take or renew the Lease every `retry_period` (2 s);

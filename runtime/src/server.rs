@@ -1,4 +1,4 @@
-{{ header }}//! The manager's HTTP endpoints: `/healthz` and `/readyz` for the kubelet's probes, `/metrics`
+//! The manager's HTTP endpoints: `/healthz` and `/readyz` for the kubelet's probes, `/metrics`
 //! for Prometheus.
 //! Probes and metrics listen on separate addresses, as in controller-runtime, so that a
 //! NetworkPolicy can expose metrics without exposing probes.
@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{Error, Result, metrics::Metrics, metrics_auth, tls};
 
+/// What the probe and metrics endpoints read: the metrics, readiness, certificate health.
 #[derive(Clone)]
 pub struct State {
     metrics: Arc<Metrics>,
@@ -22,6 +23,7 @@ pub struct State {
 }
 
 impl State {
+    /// Not ready yet, certificates healthy until a TLS server says otherwise.
     pub fn new(metrics: Arc<Metrics>) -> Self {
         Self {
             metrics,
@@ -41,6 +43,7 @@ impl State {
     }
 }
 
+/// `/healthz` and `/readyz`.
 pub fn probes_router(state: State) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
@@ -48,6 +51,7 @@ pub fn probes_router(state: State) -> Router {
         .with_state(state)
 }
 
+/// `/metrics`, in OpenMetrics text format.
 pub fn metrics_router(state: State) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
@@ -127,7 +131,12 @@ pub enum Security {
     /// Plain HTTP, to anyone who reaches the port (`--metrics-secure=false`).
     Http,
     /// HTTPS, to clients whose token may `get` `/metrics`; `client` asks the API server.
-    Https { tls: tls::Tls, client: kube::Client },
+    Https {
+        /// The server's certificate.
+        tls: tls::Tls,
+        /// Asks the API server about each request's token.
+        client: kube::Client,
+    },
 }
 
 /// Serves probes and metrics until `shutdown` is cancelled.

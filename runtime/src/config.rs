@@ -1,14 +1,13 @@
-{{ header }}//! Command-line flags of the manager, named like controller-runtime's so that a Kubebuilder
+//! Command-line flags of the manager, named like controller-runtime's so that a Kubebuilder
 //! user's Deployment args carry over.
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, ValueEnum};
 
-/// Name of the leader-election Lease; unique per operator, so two operators never share one.
-pub const DEFAULT_LEASE_NAME: &str = "{{ project_name }}.{{ domain }}";
+use crate::Identity;
 
-/// Runs the controllers of this operator.
-#[derive(Parser, Debug, Clone)]
-#[command(version, about)]
+/// The manager's flags, named like controller-runtime's. A project's `main.rs` flattens them
+/// into its own flags (`#[command(flatten)]`), beside flags of its own.
+#[derive(Args, Debug, Clone)]
 pub struct Config {
     /// Address the `/metrics` endpoint binds to; "0" disables it.
     #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8443")]
@@ -45,9 +44,9 @@ pub struct Config {
     #[arg(long, env = "LEADER_ELECT", default_value_t = false)]
     pub leader_elect: bool,
 
-    /// Name of the Lease used for leader election.
-    #[arg(long, default_value = DEFAULT_LEASE_NAME)]
-    pub leader_election_id: String,
+    /// Name of the Lease used for leader election (default: `<project>.<domain>`).
+    #[arg(long)]
+    pub leader_election_id: Option<String>,
 
     /// Namespace of the leader-election Lease; defaults to the namespace the pod runs in.
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
@@ -95,9 +94,10 @@ pub struct Config {
     #[arg(long)]
     pub webhook_cert_secret: Option<String>,
 
-    /// The webhook Service, whose DNS names the self-managed certificate is valid for.
-    #[arg(long, default_value = "{{ project_name }}-webhook-service")]
-    pub webhook_service_name: String,
+    /// The webhook Service, whose DNS names the self-managed certificate is valid for
+    /// (default: `<project>-webhook-service`).
+    #[arg(long)]
+    pub webhook_service_name: Option<String>,
 
     /// More names (DNS or IP) for the self-managed certificate, comma-separated (e.g. for a
     /// manager run outside the cluster).
@@ -121,17 +121,23 @@ pub struct Config {
     pub log_level: String,
 }
 
+/// How the manager writes its log.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
+    /// Human-readable lines, for `make run`.
     Text,
+    /// One JSON object per line, for log collectors in the cluster.
     Json,
 }
 
 /// Where and under which identity to take the leader-election Lease.
 #[derive(Debug, Clone)]
 pub struct LeaderElection {
+    /// Name of the Lease.
     pub lease_name: String,
+    /// Namespace of the Lease.
     pub namespace: String,
+    /// This replica's name in the Lease (`holderIdentity`); a random one when `None`.
     pub identity: Option<String>,
 }
 
@@ -158,9 +164,10 @@ impl Config {
         })
     }
 
-    pub fn leader_election(&self) -> LeaderElection {
+    /// Where and as whom this replica takes the Lease.
+    pub fn leader_election(&self, operator: &Identity) -> LeaderElection {
         LeaderElection {
-            lease_name: self.leader_election_id.clone(),
+            lease_name: (self.leader_election_id.clone()).unwrap_or_else(|| operator.lease_name()),
             namespace: self.leader_election_namespace.clone(),
             identity: self.leader_election_identity.clone(),
         }
@@ -169,11 +176,34 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+
+    /// A binary's flags, as a project's `main.rs` declares them.
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    fn parse<const N: usize>(args: [&str; N]) -> clap::error::Result<Config> {
+        Flags::try_parse_from(args).map(|flags| flags.config)
+    }
+
+    #[test]
+    fn names_default_to_the_operators_identity() {
+        let config = parse(["manager"]).expect("flags parse");
+        let operator = Identity::new("blog", "example.com");
+        let lease = config.leader_election(&operator);
+        assert_eq!(lease.lease_name, "blog.example.com");
+        let config = parse(["manager", "--leader-election-id=other"]).expect("flags parse");
+        assert_eq!(config.leader_election(&operator).lease_name, "other");
+    }
 
     #[test]
     fn flags_parse_like_controller_runtime() {
-        let config = Config::try_parse_from([
+        let config = parse([
             "manager",
             "--leader-elect",
             "--metrics-bind-address=0",
@@ -189,7 +219,7 @@ mod tests {
 
     #[test]
     fn webhook_flags_are_kubebuilders() {
-        let config = Config::try_parse_from([
+        let config = parse([
             "manager",
             "--webhook-cert-path=/certs",
             "--webhook-port=10250",
@@ -205,7 +235,7 @@ mod tests {
 
     #[test]
     fn empty_namespace_means_all_namespaces() {
-        let config = Config::try_parse_from(["manager", "--namespace="]).expect("flags parse");
+        let config = parse(["manager", "--namespace="]).expect("flags parse");
         assert_eq!(config.watch_namespace(), None);
     }
 }

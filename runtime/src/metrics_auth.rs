@@ -1,4 +1,4 @@
-{{ header }}//! Who may read `/metrics`: the bearer token of each request is checked with a TokenReview
+//! Who may read `/metrics`: the bearer token of each request is checked with a TokenReview
 //! (401 when it is missing or not valid) and its user with a SubjectAccessReview for `get` on
 //! the `/metrics` URL (403 when not allowed), as controller-runtime's metrics filter does.
 //! Grant it with the `metrics-reader` ClusterRole (config/rbac/metrics_reader_role.yaml); the
@@ -20,6 +20,7 @@ use tracing::warn;
 /// What the API server says about a request's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
+    /// The token's user may read the path.
     Allowed,
     /// A valid token whose user may not read the path.
     Forbidden,

@@ -1,4 +1,4 @@
-{{ header }}//! Per-object exponential backoff for failed reconciles.
+//! Per-object exponential backoff for failed reconciles.
 //!
 //! A failing object is retried after 1s, 2s, 4s, ... up to five minutes, like controller-runtime's
 //! default rate limiter; one success resets it. Each controller has its own table, keyed by the
@@ -17,6 +17,8 @@ use std::{
 /// UID → (failures so far, time of the last one).
 type Failures = HashMap<String, (u32, Instant)>;
 
+/// Exponential delays per object (by UID): doubling from `base` up to `max` for each failure
+/// in a row, forgotten on success.
 pub struct Backoff {
     base: Duration,
     max: Duration,
@@ -31,6 +33,7 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// Delays that start at `base` and never exceed `max`.
     pub fn new(base: Duration, max: Duration) -> Self {
         Self {
             base,
@@ -80,6 +83,7 @@ impl Backoff {
             .len()
     }
 
+    /// Whether no failure is on record.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -1,4 +1,4 @@
-{{ header }}//! Helpers for status conditions, with the semantics of apimachinery's `meta.SetStatusCondition`:
+//! Helpers for status conditions, with the semantics of apimachinery's `meta.SetStatusCondition`:
 //! `lastTransitionTime` only moves when the condition's status changes, so writing the same
 //! condition twice is a no-op and reconciles stay idempotent.
 

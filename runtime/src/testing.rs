@@ -1,4 +1,4 @@
-{{ header }}//! A mocked API server for controller tests, after kube-rs's controller-rs: the test states the
+//! A mocked API server for controller tests, after kube-rs's controller-rs: the test states the
 //! conversation it expects (method, path, body) and answers each request, so a reconcile is
 //! checked request by request without a cluster. The pattern checks below
 //! (`converges_and_is_idempotent` and the others) run every kind's controller through the same
@@ -24,21 +24,29 @@ use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle};
 
 use crate::{
-    Context, MANAGER_NAME,
+    Context,
     metrics::Metrics,
     reconciler::{KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, reconcile},
     watch::{Packed, store_packed},
 };
 
+/// The manager name of the mocked context: field manager and `managed-by` value in tests.
+pub const MANAGER: &str = "test-manager";
+
 /// One request the reconciler sent, with its body decoded as JSON (`Value::Null` if empty).
 #[derive(Debug)]
 pub struct Recorded {
+    /// The HTTP method.
     pub method: Method,
+    /// The path, without the query.
     pub path: String,
+    /// The query string (`fieldManager=...&force=true`), empty without one.
     pub query: String,
+    /// The body as JSON.
     pub body: Value,
 }
 
+/// The mocked API server's side of a client: the test answers each request in turn.
 pub struct ApiServer {
     handle: Handle<Request<Body>, Response<Body>>,
     seen: Vec<Recorded>,
@@ -55,7 +63,12 @@ type SendResponse = tower_test::mock::SendResponse<Response<Body>>;
 pub fn mock_context() -> (Arc<Context>, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "testns");
-    let mut ctx = Context::new(client, Arc::new(Metrics::default()), Some("testns".into()));
+    let mut ctx = Context::new(
+        client,
+        MANAGER,
+        Arc::new(Metrics::default()),
+        Some("testns".into()),
+    );
     ctx.operator_namespace = "testns".into();
     (
         Arc::new(ctx),
@@ -309,7 +322,7 @@ pub fn applied_children<K: Reconcile>(object: &K) -> Vec<K::Child> {
         .map(|mut child| {
             child
                 .labels_mut()
-                .insert(MANAGED_BY.to_owned(), MANAGER_NAME.to_owned());
+                .insert(MANAGED_BY.to_owned(), MANAGER.to_owned());
             child.owner_references_mut().push(owner.clone());
             child
         })
@@ -380,16 +393,14 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
                 .expect(Method::POST, &collection, StatusCode::CREATED, created)
                 .await;
             assert!(
-                request
-                    .query
-                    .contains(&format!("fieldManager={MANAGER_NAME}")),
+                request.query.contains(&format!("fieldManager={MANAGER}")),
                 "created as this manager"
             );
             assert_eq!(request.body["metadata"]["name"], json!(child.name_any()));
             let owner = &request.body["metadata"]["ownerReferences"][0];
             assert_eq!(owner["uid"], json!(owner_uid));
             assert_eq!(owner["controller"], true);
-            assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER_NAME);
+            assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER);
             let event = server
                 .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
                 .await;
@@ -444,7 +455,7 @@ pub async fn drift_is_repaired<K: Reconcile>(object: K) {
             let request = server
                 .expect(Method::PATCH, &path_of(child), StatusCode::OK, applied)
                 .await;
-            assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER_NAME);
+            assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER);
             let event = server
                 .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
                 .await;

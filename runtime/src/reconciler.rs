@@ -1,4 +1,4 @@
-{{ header }}//! The reconcile machinery every kind's controller shares. A kind supplies what is its own
+//! The reconcile machinery every kind's controller shares. A kind supplies what is its own
 //! (the children its spec asks for, and cleanup outside the cluster) by implementing
 //! [`Reconcile`]; everything here is the same for every kind, so that upgrading the operator
 //! scaffold improves all of them at once.
@@ -59,8 +59,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::{
-    Context, Error, MANAGER_NAME, Result, backoff::Backoff, error::Retry, recent::Recent, status,
-    watch,
+    Context, Error, Result, backoff::Backoff, error::Retry, recent::Recent, status, watch,
 };
 
 /// The label every child carries, so the controller watches only its own children.
@@ -112,6 +111,7 @@ pub trait Reconcile:
 
 /// One controller's state: the manager's context, its own backoff, and the cache of children.
 pub struct Shared<K: Reconcile> {
+    /// The manager's context.
     pub ctx: Arc<Context>,
     backoff: Backoff,
     children: Store<watch::Packed<K::Child>>,
@@ -205,6 +205,15 @@ struct Written {
     status: String,
 }
 
+/// The entry point of `K`'s controller, to list in a project's `CONTROLLERS`
+/// (`kopgen_runtime::reconciler::start::<Blog>`).
+pub fn start<K: Reconcile>(
+    ctx: Arc<Context>,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run::<K>(ctx, shutdown))
+}
+
 /// Runs the controller of `K` until `shutdown`, then drains in-flight reconciles.
 pub async fn run<K: Reconcile>(ctx: Arc<Context>, shutdown: CancellationToken) {
     let objects: Api<K> =
@@ -219,7 +228,7 @@ pub async fn run<K: Reconcile>(ctx: Arc<Context>, shutdown: CancellationToken) {
         // Status writes (this controller's own included) do not change the generation.
         .predicate_filter(predicates::generation, Default::default());
     let (child_store, mut child_writer) = reflector::store();
-    let label = format!("{MANAGED_BY}={MANAGER_NAME}");
+    let label = format!("{MANAGED_BY}={}", ctx.manager);
     let child_config = watcher::Config::default().labels(&label).any_semantic();
     let child_events = watch::streaming(children, child_config)
         .default_backoff()
@@ -231,7 +240,7 @@ pub async fn run<K: Reconcile>(ctx: Arc<Context>, shutdown: CancellationToken) {
     // that gains or loses the label moves between the two caches (the watches say so).
     let (names, mut names_writer) = reflector::store();
     let name_api = children_api::<K, PartialObjectMeta<K::Child>>(&ctx);
-    let others = format!("{MANAGED_BY}!={MANAGER_NAME}");
+    let others = format!("{MANAGED_BY}!={}", ctx.manager);
     let name_config = watcher::Config::default().labels(&others).any_semantic();
     let name_events = watch::streaming(name_api, name_config)
         .default_backoff()
@@ -268,6 +277,7 @@ pub async fn run<K: Reconcile>(ctx: Arc<Context>, shutdown: CancellationToken) {
 /// Builds `Api`s by scope, so that the machinery is one generic code for namespaced and
 /// cluster-scoped kinds.
 pub trait KindScope {
+    /// Whether objects of this scope live in a namespace.
     const NAMESPACED: bool;
     /// Objects of `K` in `namespace` (a namespaced kind), or cluster-wide.
     fn api<K: Resource<Scope = Self, DynamicType = ()>>(
@@ -411,7 +421,7 @@ async fn apply_children<K: Reconcile>(
     for mut desired in object.desired(ctx)? {
         desired
             .labels_mut()
-            .insert(MANAGED_BY.to_owned(), MANAGER_NAME.to_owned());
+            .insert(MANAGED_BY.to_owned(), ctx.manager.clone());
         let references = desired.owner_references_mut();
         if !references.iter().any(|r| r.uid == owner.uid) {
             references.push(owner.clone());
@@ -446,7 +456,7 @@ async fn apply_children<K: Reconcile>(
                 // A create, not an apply: the API server refuses it (409) if an object of this
                 // name exists that the caches have not shown yet, so none is ever taken over.
                 let params = PostParams {
-                    field_manager: Some(MANAGER_NAME.to_owned()),
+                    field_manager: Some(ctx.manager.clone()),
                     ..PostParams::default()
                 };
                 api.create(&params, &desired).await?;
@@ -462,9 +472,9 @@ async fn apply_children<K: Reconcile>(
             // the new spec no longer asks for is only removed by applying without it.
             Some(actual) if !spec_changed && is_applied(&desired, actual)? => continue,
             Some(_) => {
-                let params = PatchParams::apply(MANAGER_NAME).force();
+                let params = PatchParams::apply(&ctx.manager).force();
                 let applied = api.patch(&name, &params, &Patch::Apply(&desired)).await?;
-                if let Some(handover) = hand_over_created_fields(&applied) {
+                if let Some(handover) = hand_over_created_fields(&applied, &ctx.manager) {
                     let merge = PatchParams::default();
                     api.patch(&name, &merge, &Patch::Merge(handover)).await?;
                     api.patch(&name, &params, &Patch::Apply(&desired)).await?;
@@ -488,10 +498,10 @@ async fn apply_children<K: Reconcile>(
 /// fields join the `Apply` entry, guarded by the resource version (a 409 if the child changed
 /// meanwhile); the apply that follows removes what it no longer sets. `None` when there is
 /// nothing to hand over.
-pub fn hand_over_created_fields<R: Resource>(child: &R) -> Option<Value> {
+pub fn hand_over_created_fields<R: Resource>(child: &R, manager: &str) -> Option<Value> {
     let entries = child.meta().managed_fields.as_ref()?;
     let ours = |entry: &ManagedFieldsEntry, operation: &str| {
-        entry.manager.as_deref() == Some(MANAGER_NAME)
+        entry.manager.as_deref() == Some(manager)
             && entry.operation.as_deref() == Some(operation)
             && entry.subresource.as_deref().unwrap_or_default().is_empty()
     };
@@ -615,7 +625,7 @@ async fn write_status<K: Reconcile>(
         "kind": K::kind(&()),
         "status": { "conditions": [condition], "observedGeneration": generation },
     });
-    let params = PatchParams::apply(MANAGER_NAME).force();
+    let params = PatchParams::apply(&ctx.manager).force();
     match api.patch_status(&name, &params, &Patch::Apply(patch)).await {
         Ok(_) => shared.remember_written(object, summary),
         Err(error) => warn!(controller = K::CONTROLLER, %name, %error, "failed to write status"),
@@ -935,7 +945,7 @@ mod tests {
         let child = children[0].clone();
         let entry = |operation: &str, fields: Value| {
             json!({
-                "manager": MANAGER_NAME, "operation": operation, "apiVersion": "v1",
+                "manager": crate::testing::MANAGER, "operation": operation, "apiVersion": "v1",
                 "fieldsType": "FieldsV1", "fieldsV1": fields,
             })
         };
@@ -989,7 +999,7 @@ mod tests {
         let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
         assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
         assert!(
-            hand_over_created_fields(&child).is_none(),
+            hand_over_created_fields(&child, crate::testing::MANAGER).is_none(),
             "nothing to hand over without an Update entry"
         );
     }

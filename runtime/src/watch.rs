@@ -1,4 +1,4 @@
-{{ header }}//! How every cache of the manager fills: with a streaming list, as client-go (and so
+//! How every cache of the manager fills: with a streaming list, as client-go (and so
 //! controller-runtime) does. The API server sends the current objects as the first events of
 //! one watch request, from its watch cache, instead of the manager listing them page by page:
 //! one request per cache instead of one per 500 objects, and no page held in memory at once.
@@ -84,6 +84,7 @@ pub struct Packed<K> {
 }
 
 impl<K: Resource + Serialize + DeserializeOwned> Packed<K> {
+    /// `object` as JSON text, with the keys the store finds it by.
     pub fn new(object: &K) -> serde_json::Result<Self> {
         let meta = object.meta();
         Ok(Self {

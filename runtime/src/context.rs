@@ -1,4 +1,4 @@
-{{ header }}//! What every reconcile gets: the client, metrics and the event publisher.
+//! What every reconcile gets: the client, metrics and the event publisher.
 
 use std::sync::Arc;
 
@@ -6,7 +6,11 @@ use kube::Client;
 
 use crate::{events::Events, metrics::Metrics};
 
+/// The manager's shared state, handed to every reconcile of every controller.
 pub struct Context {
+    /// The manager's name: field manager of every write, value of the `managed-by` label on
+    /// children, and reporter of events.
+    pub manager: String,
     /// Client for the API server.
     pub client: Client,
     /// Reconcile counters and durations, exported at `/metrics`.
@@ -23,9 +27,17 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(client: Client, metrics: Arc<Metrics>, namespace: Option<String>) -> Self {
+    /// A context for the manager named `manager` (see [`crate::Identity::manager`]) watching
+    /// `namespace`, or every namespace with `None`.
+    pub fn new(
+        client: Client,
+        manager: &str,
+        metrics: Arc<Metrics>,
+        namespace: Option<String>,
+    ) -> Self {
         Self {
-            events: Events::new(client.clone()),
+            manager: manager.to_owned(),
+            events: Events::new(client.clone(), manager),
             client,
             metrics,
             namespace,

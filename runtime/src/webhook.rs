@@ -1,4 +1,4 @@
-{{ header }}//! The webhook server: the API server asks it, over TLS, to default and to validate objects
+//! The webhook server: the API server asks it, over TLS, to default and to validate objects
 //! before it stores them, and to convert them between versions. Each kind's module in
 //! `webhooks/` says what to default, what to refuse and how versions map; this module turns
 //! that into `AdmissionReview` and `ConversionReview` answers, which the manager serves on
@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use axum::{Json, Router, body::Bytes, routing::post};
+pub use axum::Router;
+use axum::{Json, body::Bytes, routing::post};
 use json_patch::PatchOperation;
 use kube::core::{
     CustomResourceExt, DynamicObject, Resource, Status,
@@ -25,11 +26,14 @@ pub type Warnings = Vec<String>;
 /// A refusal: the API server rejects the request with `message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denied {
+    /// Why, for whoever made the request.
     pub message: String,
+    /// Warnings shown with the refusal.
     pub warnings: Warnings,
 }
 
 impl Denied {
+    /// A refusal saying `message`, without warnings.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
@@ -40,8 +44,11 @@ impl Denied {
 
 /// A kind's validation: one function per operation.
 pub struct Validator<K> {
+    /// Judges a new object.
     pub create: fn(&K) -> Verdict,
+    /// Judges an update: the old object, then the new.
     pub update: fn(&K, &K) -> Verdict,
+    /// Judges a deletion (only called where the marker lists `delete`).
     pub delete: fn(&K) -> Verdict,
 }
 
@@ -262,9 +269,11 @@ fn hub_to_spoke<S: Admitted + From<H>, H>(hub: H) -> std::result::Result<Value, 
 
 /// A kind's conversion, whatever its hub: what `/convert` dispatches to by group and kind.
 pub trait Convert: Send + Sync {
+    /// The API group and kind converted.
     fn group_kind(&self) -> (String, String);
     /// The kind's CRD, whose `caBundle` a self-managed certificate keeps current.
     fn crd_name(&self) -> String;
+    /// `object` (of any served version) as `desired` (`group/version`), or why it cannot be.
     fn convert(&self, object: Value, desired: &str) -> std::result::Result<Value, String>;
 }
 
@@ -461,6 +470,96 @@ pub fn same_fields<A: Serialize, B: DeserializeOwned + Default>(value: A) -> B {
         .ok()
         .and_then(|value| serde_json::from_value(value).ok())
         .unwrap_or_default()
+}
+
+/// The webhooks a project registered with [`crate::Manager::webhooks`].
+#[derive(Default)]
+pub(crate) struct Webhooks {
+    pub(crate) routes: Vec<fn() -> Router>,
+    pub(crate) conversions: Vec<fn() -> Box<dyn Convert>>,
+}
+
+impl Webhooks {
+    /// One router for every webhook.
+    pub(crate) fn router(&self) -> Router {
+        let router =
+            (self.routes.iter()).fold(Router::new(), |router, routes| router.merge(routes()));
+        if self.conversions.is_empty() {
+            return router;
+        }
+        let conversions = self
+            .conversions
+            .iter()
+            .map(|conversion| conversion())
+            .collect();
+        router.merge(converting(conversions))
+    }
+
+    /// The webhook server's listener and TLS, unless there is nothing to serve or
+    /// `--enable-webhooks=false`. Webhooks are served by every replica, leader or not: the API
+    /// server calls any of them.
+    pub(crate) async fn bind(
+        &self,
+        config: &crate::Config,
+        identity: &crate::Identity,
+        client: &kube::Client,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> crate::Result<Option<(std::net::TcpListener, crate::tls::Tls)>> {
+        if !config.enable_webhooks || (self.routes.is_empty() && self.conversions.is_empty()) {
+            return Ok(None);
+        }
+        let listener = crate::tls::bind_port("webhook", config.webhook_port)?;
+        #[cfg(feature = "self-managed-certs")]
+        if let Some(certificates) = self.self_managed(config, identity, client) {
+            let keys = certificates.ensure().await?;
+            let tls =
+                crate::tls::from_pem(keys.cert.clone().into(), keys.key.clone().into()).await?;
+            tokio::spawn(certificates.run(tls.clone(), keys, shutdown.clone()));
+            return Ok(Some((listener, tls)));
+        }
+        if config.webhook_cert_secret.is_some() {
+            return Err(crate::Error::Config(
+                "--webhook-cert-secret needs kopgen-runtime's `self-managed-certs` feature \
+                 (`kopgen edit --webhook-certificates self-managed`)"
+                    .into(),
+            ));
+        }
+        let _ = (identity, client, shutdown);
+        let tls = crate::tls::load(config.webhook_certificate()).await?;
+        Ok(Some((listener, tls)))
+    }
+
+    /// The self-managed webhook certificate, if `--webhook-cert-secret` asks for one.
+    #[cfg(feature = "self-managed-certs")]
+    fn self_managed(
+        &self,
+        config: &crate::Config,
+        identity: &crate::Identity,
+        client: &kube::Client,
+    ) -> Option<crate::certificates::SelfManaged> {
+        let secret = config.webhook_cert_secret.clone()?;
+        let namespace = config.leader_election_namespace.clone();
+        let service =
+            (config.webhook_service_name.clone()).unwrap_or_else(|| identity.webhook_service());
+        let mut hosts = vec![
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ];
+        hosts.extend(config.webhook_cert_hosts.iter().cloned());
+        Some(crate::certificates::SelfManaged {
+            client: client.clone(),
+            manager: identity.manager(),
+            namespace,
+            secret,
+            hosts,
+            mutating_configuration: identity.mutating_configuration(),
+            validating_configuration: identity.validating_configuration(),
+            crds: (self.conversions.iter())
+                .map(|conversion| conversion().crd_name())
+                .collect(),
+            check_every: std::time::Duration::from_secs(config.webhook_cert_check_seconds),
+        })
+    }
 }
 
 #[cfg(test)]

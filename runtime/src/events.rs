@@ -1,4 +1,4 @@
-{{ header }}//! Kubernetes events (`events.k8s.io/v1`) about reconciled objects, sent in the background as
+//! Kubernetes events (`events.k8s.io/v1`) about reconciled objects, sent in the background as
 //! controller-runtime's recorder does: a reconcile never waits for one, and a failure to publish
 //! one is logged, never fails it.
 //!
@@ -23,13 +23,15 @@ use kube::{
 use serde_json::json;
 use tracing::warn;
 
-use crate::{MANAGER_NAME, recent::Recent};
+use crate::recent::Recent;
 
 /// Publishes events as this manager (`reportingController`) and this replica
 /// (`reportingInstance`, the pod name).
 #[derive(Clone)]
 pub struct Events {
     client: Client,
+    /// The manager's name, reported as the events' `reportingController`.
+    manager: String,
     instance: String,
     /// Per object, type and reason: the Event published last and how often.
     published: Arc<Mutex<Recent<Published>>>,
@@ -42,10 +44,13 @@ struct Published {
 }
 
 impl Events {
-    pub fn new(client: Client) -> Self {
+    /// A publisher reporting as `manager` (`reportingController`) and as this pod
+    /// (`reportingInstance`: `POD_NAME`, or the manager's name outside a pod).
+    pub fn new(client: Client, manager: &str) -> Self {
         Self {
             client,
-            instance: std::env::var("POD_NAME").unwrap_or_else(|_| MANAGER_NAME.to_owned()),
+            manager: manager.to_owned(),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| manager.to_owned()),
             published: Arc::default(),
         }
     }
@@ -117,7 +122,7 @@ impl Events {
         let object = regarding
             .name
             .clone()
-            .unwrap_or_else(|| MANAGER_NAME.into());
+            .unwrap_or_else(|| self.manager.clone());
         Event {
             metadata: ObjectMeta {
                 name: Some(format!("{object}.{:x}", now.as_nanosecond())),
@@ -130,7 +135,7 @@ impl Events {
             type_: Some(type_.to_owned()),
             event_time: Some(MicroTime(now)),
             regarding: Some(regarding),
-            reporting_controller: Some(MANAGER_NAME.to_owned()),
+            reporting_controller: Some(self.manager.clone()),
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
         }

@@ -1,4 +1,4 @@
-{{ header }}//! Prometheus metrics in OpenMetrics format: how often each controller reconciles, how often it
+//! Prometheus metrics in OpenMetrics format: how often each controller reconciles, how often it
 //! fails (by error kind) and how long reconciles take.
 
 use std::time::Instant;
@@ -13,21 +13,31 @@ use prometheus_client::{
     registry::Registry,
 };
 
+/// The labels of a controller's series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
+    /// The controller's name.
     pub controller: String,
 }
 
+/// The labels of a controller's failures.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ErrorLabels {
+    /// The controller's name.
     pub controller: String,
+    /// The error's class ([`crate::Error::metric_label`]).
     pub error: String,
 }
 
+/// The manager's metrics, served at `/metrics`.
 pub struct Metrics {
+    /// Where every metric is registered; a project may register its own here.
     pub registry: Registry,
+    /// Reconciles started, per controller.
     pub reconciles: Family<ControllerLabels, Counter>,
+    /// Reconciles failed, per controller and error class.
     pub failures: Family<ErrorLabels, Counter>,
+    /// How long reconciles took, per controller.
     pub duration: Family<ControllerLabels, Histogram>,
 }
 
@@ -36,8 +46,16 @@ fn duration_histogram() -> Histogram {
 }
 
 impl Default for Metrics {
+    /// Metrics named `kopgen_*`.
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("{{ crate_name }}");
+        Self::new("kopgen")
+    }
+}
+
+impl Metrics {
+    /// Metrics whose names start with `prefix` (see [`crate::Identity::metrics_prefix`]).
+    pub fn new(prefix: &str) -> Self {
+        let mut registry = Registry::with_prefix(prefix);
         let reconciles = Family::<ControllerLabels, Counter>::default();
         let failures = Family::<ErrorLabels, Counter>::default();
         let duration = Family::<ControllerLabels, Histogram>::new_with_constructor(
@@ -78,6 +96,7 @@ impl Metrics {
         }
     }
 
+    /// Counts a failed reconcile of `controller`, by the error's class.
     pub fn reconcile_failed(&self, controller: &str, error: &crate::Error) {
         self.failures
             .get_or_create(&ErrorLabels {
@@ -95,6 +114,7 @@ impl Metrics {
     }
 }
 
+/// Records a reconcile's duration when dropped.
 pub struct ReconcileTimer<'a> {
     metrics: &'a Metrics,
     labels: ControllerLabels,

@@ -1,4 +1,4 @@
-{{ header }}//! TLS for the manager's HTTPS servers (webhooks, and metrics unless `--metrics-secure=false`):
+//! TLS for the manager's HTTPS servers (webhooks, and metrics unless `--metrics-secure=false`):
 //! a certificate from files, reloaded in place when they change (cert-manager renews them in
 //! place), as controller-runtime's certwatcher does; or, for metrics given none, one generated at
 //! start.
@@ -25,7 +25,9 @@ const RELOAD_EVERY: Duration = Duration::from_secs(10);
 /// `--metrics-cert-*` flags).
 #[derive(Debug, Clone)]
 pub struct Certificate {
+    /// The certificate (PEM).
     pub cert: PathBuf,
+    /// Its private key (PEM).
     pub key: PathBuf,
 }
 

@@ -1,4 +1,4 @@
-{{ header }}//! A memo of values that matter for a while (until a cache catches up with a write, or an event
+//! A memo of values that matter for a while (until a cache catches up with a write, or an event
 //! may repeat), swept at most once per [`REMEMBER`] so that remembering stays O(1) however many
 //! objects there are.
 
@@ -10,6 +10,7 @@ use std::{
 /// How long an entry is kept: entries of objects deleted meanwhile go with the next sweep.
 pub const REMEMBER: Duration = Duration::from_secs(300);
 
+/// Values by key (an object's UID) that expire after [`REMEMBER`], swept as new ones come.
 pub struct Recent<V> {
     entries: HashMap<String, (V, Instant)>,
     swept: Option<Instant>,
@@ -33,6 +34,7 @@ impl<V> Recent<V> {
             .map(|(value, _)| value)
     }
 
+    /// Remembers `value` for `key` from now on; drops expired entries every [`REMEMBER`].
     pub fn insert(&mut self, key: String, value: V) {
         let now = Instant::now();
         if self
@@ -46,10 +48,12 @@ impl<V> Recent<V> {
         self.entries.insert(key, (value, now));
     }
 
+    /// Forgets `key`.
     pub fn remove(&mut self, key: &str) {
         self.entries.remove(key);
     }
 
+    /// Whether nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

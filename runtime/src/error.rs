@@ -1,13 +1,20 @@
-{{ header }}//! The operator's error type. Reconcilers return it; `error_policy` turns it into a requeue.
+//! The operator's error type. Reconcilers return it; `error_policy` turns it into a requeue.
 
+/// Everything that can go wrong in a reconcile or in the manager. [`Error::retry`] says when
+/// a failed reconcile is tried again.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// A request to the API server failed.
+
     #[error("Kubernetes API error: {0}")]
     Kube(#[from] kube::Error),
 
+    /// An object could not be turned into JSON or back.
     #[error("serialization error: {0}")]
     Serialization(#[from] serde_json::Error),
 
+    /// An object lacks a field the machinery needs (a name, a namespace, a uid).
     #[error("object is missing {0}")]
     MissingObjectKey(&'static str),
 
@@ -19,33 +26,60 @@ pub enum Error {
     /// An object of a child's name exists and this owner does not control it: it is never
     /// taken over. Delete or rename it, or rename the owner.
     #[error("{kind} {name} exists and is not controlled by this object; it is left alone")]
-    NotOwned { kind: String, name: String },
+    NotOwned {
+        /// The child's kind.
+        kind: String,
+        /// `namespace/name` of the object.
+        name: String,
+    },
 
     /// A cache stopped before its first list (the manager is stopping).
     #[error("the cache of {0} objects stopped before it was filled")]
     CacheClosed(String),
 
+    /// Something took longer than it may.
     #[error("timed out: {0}")]
     Timeout(String),
 
+    /// This replica lost the leader-election Lease.
     #[error("lost leadership of the lease; stopping so that another replica takes over")]
     LeadershipLost,
 
+    /// A server of the manager failed.
     #[error("server error: {0}")]
     Server(#[from] std::io::Error),
 
+    /// A server could not listen on its address (in use, or not an address).
     #[error("cannot listen on the {what} address {address}: {source}")]
     Bind {
+        /// Which server: `metrics`, `health probe`, `webhook`.
         what: &'static str,
+        /// The address as given.
         address: String,
+        /// Why it failed.
         source: std::io::Error,
     },
 
     /// A server's certificate or key cannot be read, made or used.
     #[error("certificate: {0}")]
     Certificate(String),
+
+    /// The manager's flags or setup cannot work (a log filter that does not parse, a flag
+    /// that needs a feature the project did not turn on).
+    #[error("configuration: {0}")]
+    Config(String),
+
+    /// A task of the manager panicked or was cancelled.
+    #[error("task failed: {0}")]
+    Task(String),
+
+    /// An error of the project's own code (a call to a cloud API in `cleanup`, say): retried
+    /// with backoff, like other transient errors.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// A result whose error is the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// When a failed reconcile is tried again.
@@ -107,6 +141,9 @@ impl Error {
             Error::Server(_) => "server",
             Error::Bind { .. } => "bind",
             Error::Certificate(_) => "certificate",
+            Error::Config(_) => "config",
+            Error::Task(_) => "task",
+            Error::Other(_) => "other",
         }
     }
 }

@@ -1,0 +1,57 @@
+//! The machinery of operators that [kopgen](https://github.com/) scaffolds, as
+//! controller-runtime is Kubebuilder's: a project keeps only what is its own (its API types,
+//! what each controller wants, its webhooks' rules) and gets every fix with
+//! `cargo update -p kopgen-runtime`.
+//!
+//! - [`reconciler`]: a kind's controller from its [`Reconcile`] impl: children created or
+//!   updated with server-side apply, owner references, no adoption, the `Ready` condition and
+//!   `observedGeneration`, events, backoff by error class, finalizers only when asked for.
+//! - [`observe`]: a controller for a kind the project does not own (a built-in kind).
+//! - [`Manager`]: flags ([`Config`]), probes, secure metrics, leader election, graceful
+//!   shutdown, and (feature `webhooks`) the admission and conversion webhook server.
+//!
+//! Features: `webhooks` (the webhook server), `self-managed-certs` (webhook certificates the
+//! manager makes and rotates itself), `testing` (a mocked API server and the pattern checks a
+//! project's controller tests run), `envtest` (a real control plane for integration tests).
+#![deny(missing_docs)]
+
+pub mod backoff;
+#[cfg(feature = "self-managed-certs")]
+pub mod certificates;
+pub mod config;
+pub mod context;
+#[cfg(feature = "envtest")]
+#[allow(missing_docs)]
+pub mod envtest;
+pub mod error;
+pub mod events;
+pub mod identity;
+#[cfg(feature = "envtest")]
+pub mod integration;
+pub mod leader;
+pub mod manager;
+pub mod metrics;
+pub mod metrics_auth;
+pub mod observe;
+pub mod recent;
+pub mod reconciler;
+pub mod server;
+pub mod status;
+pub mod telemetry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod tls;
+pub mod watch;
+#[cfg(feature = "webhooks")]
+pub mod webhook;
+
+pub use config::Config;
+pub use context::Context;
+pub use error::{Error, Result, Retry};
+pub use identity::Identity;
+pub use manager::{Manager, Start};
+pub use reconciler::Reconcile;
+
+/// The crates a project's code names in its signatures, re-exported so that a project and its
+/// runtime always agree on their versions.
+pub use {k8s_openapi, kube};

@@ -1,0 +1,202 @@
+//! The manager: starts the probe and metrics servers, elects a leader if asked, runs the
+//! controllers (and serves the webhooks), and shuts everything down in order on SIGTERM.
+//!
+//! A project registers what is its own (controllers, webhooks) and hands over its flags:
+//!
+//! ```no_run
+//! # async fn example(config: kopgen_runtime::Config) -> kopgen_runtime::Result<()> {
+//! use kopgen_runtime::{Manager, Start};
+//!
+//! const CONTROLLERS: &[Start] = &[/* kopgen_runtime::reconciler::start::<Blog>, ... */];
+//!
+//! Manager::new("blog-operator", "example.com")
+//!     .controllers(CONTROLLERS)
+//!     .run(config)
+//!     .await
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::{
+    Context, Error, Identity, Result, config::Config, leader, metrics::Metrics, server, telemetry,
+    tls,
+};
+
+/// A controller's entry point: runs it until the token is cancelled, then drains it.
+pub type Start = fn(Arc<Context>, CancellationToken) -> BoxFuture<'static, ()>;
+
+/// What a project runs: its identity, its controllers and (with the `webhooks` feature) its
+/// webhooks.
+pub struct Manager {
+    identity: Identity,
+    controllers: Vec<Start>,
+    #[cfg(feature = "webhooks")]
+    webhooks: crate::webhook::Webhooks,
+}
+
+impl Manager {
+    /// The manager of the project `name` in `domain` (see [`Identity`]).
+    pub fn new(name: &str, domain: &str) -> Self {
+        Self {
+            identity: Identity::new(name, domain),
+            controllers: Vec::new(),
+            #[cfg(feature = "webhooks")]
+            webhooks: crate::webhook::Webhooks::default(),
+        }
+    }
+
+    /// The manager's identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Adds controllers to run.
+    pub fn controllers(mut self, controllers: &[Start]) -> Self {
+        self.controllers.extend_from_slice(controllers);
+        self
+    }
+
+    /// Adds admission webhooks (each a function giving its routes) and conversions to serve.
+    #[cfg(feature = "webhooks")]
+    pub fn webhooks(
+        mut self,
+        routes: &[fn() -> axum::Router],
+        conversions: &[fn() -> Box<dyn crate::webhook::Convert>],
+    ) -> Self {
+        self.webhooks.routes.extend_from_slice(routes);
+        self.webhooks.conversions.extend_from_slice(conversions);
+        self
+    }
+
+    /// A context for this manager's controllers: what [`Manager::run`] hands them, for tests
+    /// that run the controllers themselves (see [`Manager::run_controllers`]).
+    pub fn context(&self, client: Client, config: &Config) -> Context {
+        let metrics = Arc::new(Metrics::new(&self.identity.metrics_prefix()));
+        let mut ctx = Context::new(
+            client,
+            &self.identity.manager(),
+            metrics,
+            config.watch_namespace(),
+        );
+        ctx.concurrency = config.max_concurrent_reconciles;
+        ctx
+    }
+
+    /// Runs every controller until `shutdown` is cancelled and each has drained its in-flight
+    /// reconciles.
+    pub async fn run_controllers(&self, ctx: Arc<Context>, shutdown: CancellationToken) {
+        let running: Vec<_> = (self.controllers.iter())
+            .map(|start| start(ctx.clone(), shutdown.clone()))
+            .collect();
+        if running.is_empty() {
+            tracing::warn!("no controllers registered; add one with `kopgen create api`");
+            shutdown.cancelled().await;
+            return;
+        }
+        futures::future::join_all(running).await;
+    }
+
+    /// Runs the manager with `config` until SIGTERM or Ctrl-C, then shuts down gracefully.
+    pub async fn run(self, config: Config) -> Result<()> {
+        telemetry::init(config.log_format, &config.log_level)?;
+
+        let shutdown = CancellationToken::new();
+        tokio::spawn(shutdown_on_signal(shutdown.clone()));
+
+        // Bound first: a port in use stops the manager here, as in controller-runtime.
+        let listeners = server::bind(
+            &config.health_probe_bind_address,
+            &config.metrics_bind_address,
+        )
+        .await?;
+        let client = Client::try_default().await?;
+        #[cfg(feature = "webhooks")]
+        let webhook_server = self
+            .webhooks
+            .bind(&config, &self.identity, &client, &shutdown)
+            .await?;
+        let metrics_tls = match (config.metrics_secure, config.metrics_certificate()) {
+            (false, _) => None,
+            (true, Some(certificate)) => Some(tls::load(certificate).await?),
+            (true, None) => Some(tls::self_signed(vec!["localhost".into()]).await?),
+        };
+        let ctx = Arc::new(self.context(client.clone(), &config));
+        let state = server::State::new(ctx.metrics.clone());
+        let security = match metrics_tls {
+            Some(tls) => server::Security::Https {
+                tls,
+                client: client.clone(),
+            },
+            None => server::Security::Http,
+        };
+        let servers = tokio::spawn(server::serve(
+            listeners,
+            state.clone(),
+            security,
+            shutdown.clone(),
+        ));
+        #[cfg(feature = "webhooks")]
+        let webhook_server = webhook_server.map(|(listener, tls)| {
+            let health = state.certificate_health();
+            let router = self.webhooks.router();
+            tokio::spawn(tls::serve(listener, router, tls, health, shutdown.clone()))
+        });
+
+        state.set_ready();
+        let manager = self.identity.manager();
+        info!(namespace = ?config.watch_namespace(), "starting {manager}");
+
+        let controllers = self.run_controllers(ctx, shutdown.clone());
+        let result = if config.leader_elect {
+            let election = config.leader_election(&self.identity);
+            leader::run_as_leader(client, &election, shutdown.clone(), controllers).await
+        } else {
+            controllers.await;
+            Ok(())
+        };
+
+        // Whatever ended the controllers, stop the servers too before exiting.
+        shutdown.cancel();
+        servers.await.map_err(|e| Error::Task(e.to_string()))??;
+        #[cfg(feature = "webhooks")]
+        if let Some(webhook_server) = webhook_server {
+            webhook_server
+                .await
+                .map_err(|e| Error::Task(e.to_string()))??;
+        }
+        result
+    }
+}
+
+/// Cancels `shutdown` on SIGTERM (what the kubelet sends) or Ctrl-C, so controllers drain
+/// their in-flight reconciles and the lease is released before the process exits.
+async fn shutdown_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(error) => {
+                    tracing::error!(%error, "cannot listen for SIGTERM; stop with Ctrl-C");
+                    let _ = ctrl_c.await;
+                    shutdown.cancel();
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    info!("shutdown signal received, draining controllers");
+    shutdown.cancel();
+}
