@@ -456,19 +456,36 @@ fn add_controller(
     let text = templates::render("api/controller.rs.tera", context)?;
     register_controller(changes, kind, context, text, options.force)?;
     // Projects scaffolded before kopgen wrote integration tests have no such file.
-    if changes.read(INTEGRATION_TESTS)?.is_some() {
-        let test = format!(
-            "converges_and_cleans_up!({}_{}_{}, \"config/samples/{sample}\");",
-            kind.group_mod, kind.version_mod, kind.kind_snake
-        );
-        edit(
-            changes,
-            INTEGRATION_TESTS,
-            "+kopgen:scaffold:integration-tests",
-            &[test],
-        )?;
+    if let Some(tests) = changes.read(INTEGRATION_TESTS)? {
+        let name = format!("{}_{}_{}", kind.group_mod, kind.version_mod, kind.kind_snake);
+        let declared = |line: &str| {
+            let line = line.trim();
+            line.strip_prefix("converges_and_cleans_up!(")
+                .unwrap_or(line)
+                .strip_prefix(name.as_str())
+                .is_some_and(|rest| rest.starts_with(','))
+        };
+        if !tests.lines().any(declared) {
+            edit(
+                changes,
+                INTEGRATION_TESTS,
+                "+kopgen:scaffold:integration-tests",
+                &[integration_test(&name, &sample)],
+            )?;
+        }
     }
     Ok(())
+}
+
+/// One kind's line of `tests/integration.rs`, laid out as rustfmt lays out a macro call: on one
+/// line while its arguments fit rustfmt's `fn_call_width` (60), one argument a line past it.
+fn integration_test(name: &str, sample: &str) -> String {
+    let path = format!("\"config/samples/{sample}\"");
+    if name.len() + 2 + path.len() <= 60 {
+        format!("converges_and_cleans_up!({name}, {path});")
+    } else {
+        format!("converges_and_cleans_up!(\n    {name},\n    {path}\n);")
+    }
 }
 
 /// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
