@@ -457,7 +457,10 @@ fn add_controller(
     register_controller(changes, kind, context, text, options.force)?;
     // Projects scaffolded before kopgen wrote integration tests have no such file.
     if let Some(tests) = changes.read(INTEGRATION_TESTS)? {
-        let name = format!("{}_{}_{}", kind.group_mod, kind.version_mod, kind.kind_snake);
+        let name = format!(
+            "{}_{}_{}",
+            kind.group_mod, kind.version_mod, kind.kind_snake
+        );
         let declared = |line: &str| {
             let line = line.trim();
             line.strip_prefix("converges_and_cleans_up!(")
