@@ -332,9 +332,9 @@ fn keys_of(secret: &Secret) -> Option<Keys> {
 }
 
 /// What the Secret should hold at `now`, or `None` when `current` is good as it is: a CA with
-/// more than [`CA_RENEW_BEFORE`] left (else a new one, the old kept in the bundle until it
+/// more than `CA_RENEW_BEFORE` (a year) left (else a new one, the old kept in the bundle until it
 /// expires) and a serving certificate for `hosts`, signed by that CA, with more than
-/// [`LEAF_RENEW_BEFORE`] left.
+/// `LEAF_RENEW_BEFORE` (30 days) left.
 pub fn renew(
     current: Option<&Keys>,
     hosts: &[String],

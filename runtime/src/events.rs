@@ -69,8 +69,9 @@ impl Events {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
         };
+        // The note too: two children created are two events, the same failure repeated is one.
         let key = format!(
-            "{}/{type_}/{reason}",
+            "{}/{type_}/{reason}/{note}",
             regarding.uid.as_deref().unwrap_or_default()
         );
         let namespace = regarding
@@ -179,7 +180,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         ctx.events
-            .publish(&object, EventType::Normal, "Updated", "twice".into());
+            .publish(&object, EventType::Normal, "Updated", "once".into());
         let patched = server
             .expect(
                 Method::PATCH,
@@ -189,6 +190,13 @@ mod tests {
             )
             .await;
         assert_eq!(patched.body["series"]["count"], 2);
+        // Another note is another event: each child created is told of.
+        ctx.events
+            .publish(&object, EventType::Normal, "Updated", "other".into());
+        let another = server
+            .expect(Method::POST, &path, StatusCode::CREATED, json!({}))
+            .await;
+        assert_eq!(another.body["note"], "other");
         // Another reason is another event.
         ctx.events
             .publish(&object, EventType::Warning, "Failed", "no".into());

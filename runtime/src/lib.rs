@@ -18,6 +18,7 @@
 pub mod backoff;
 #[cfg(feature = "self-managed-certs")]
 pub mod certificates;
+pub mod children;
 pub mod config;
 pub mod context;
 #[cfg(feature = "envtest")]
@@ -45,6 +46,7 @@ pub mod watch;
 #[cfg(feature = "webhooks")]
 pub mod webhook;
 
+pub use children::{Desired, Observed};
 pub use config::Config;
 pub use context::Context;
 pub use error::{Error, Result, Retry};

@@ -7,11 +7,13 @@
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
 use kube::{
     Client, Resource, ResourceExt,
     client::Body,
-    core::PartialObjectMetaExt,
     runtime::{
         controller::Action,
         reflector::{self, Store},
@@ -25,6 +27,7 @@ use tower_test::mock::{self, Handle};
 
 use crate::{
     Context,
+    children::{Caches, Observed, resource_of},
     metrics::Metrics,
     reconciler::{KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, reconcile},
     watch::{Packed, store_packed},
@@ -255,24 +258,25 @@ where
 }
 
 /// A controller state for `K` whose client talks to the returned mocked API server and whose
-/// cache of children holds `children`.
-pub fn mock_shared<K: Reconcile>(children: Vec<K::Child>) -> (Arc<Shared<K>>, ApiServer) {
-    mock_shared_with_names(children, Vec::new())
+/// caches of children hold `children` (objects of any of `K`'s child kinds).
+pub fn mock_shared<K: Reconcile>(children: Vec<impl Serialize>) -> (Arc<Shared<K>>, ApiServer) {
+    mock_shared_with_names(children, Vec::<Value>::new())
 }
 
-/// [`mock_shared`], with `others` taking names beside the children (objects of the child
-/// kind without this manager's label, as the names cache watches them).
+/// [`mock_shared`], with `others` taking names beside the children (objects of a child kind
+/// without this manager's label, as the names caches watch them).
 pub fn mock_shared_with_names<K: Reconcile>(
-    children: Vec<K::Child>,
-    others: Vec<K::Child>,
+    children: Vec<impl Serialize>,
+    others: Vec<impl Serialize>,
 ) -> (Arc<Shared<K>>, ApiServer) {
     let (ctx, server) = mock_context();
-    let names = others
-        .iter()
-        .map(|child| child.meta().clone().into_request_partial::<K::Child>())
-        .collect();
-    let shared = Shared::new(ctx, store_of(children), store_of(names));
+    let shared = Shared::filled(ctx, as_json(children), as_json(others));
     (Arc::new(shared), server)
+}
+
+fn as_json(objects: Vec<impl Serialize>) -> Vec<Value> {
+    let json = |object| serde_json::to_value(object).expect("serializes");
+    objects.into_iter().map(json).collect()
 }
 
 /// An object of `K` read from a sample manifest, as the API server would return it: in
@@ -309,23 +313,72 @@ pub fn events_path<R: Resource>(object: &R) -> String {
     format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events")
 }
 
-/// The children as the machinery applies them: with the owner reference and the label.
-pub fn applied_children<K: Reconcile>(object: &K) -> Vec<K::Child> {
+/// Where the API server creates children like `child` (JSON of one of `K`'s child kinds).
+pub fn child_collection<K: Reconcile>(child: &Value) -> String {
+    let resource = resource_of::<K>(child).expect("a child of one of the kind's child kinds");
+    let namespace = child["metadata"]["namespace"]
+        .as_str()
+        .expect("a namespace");
+    let base = if resource.group.is_empty() {
+        format!("/api/{}", resource.version)
+    } else {
+        format!("/apis/{}/{}", resource.group, resource.version)
+    };
+    format!("{base}/namespaces/{namespace}/{}", resource.plural)
+}
+
+/// Where the API server serves `child` (JSON of one of `K`'s child kinds).
+pub fn child_path<K: Reconcile>(child: &Value) -> String {
+    let name = child["metadata"]["name"].as_str().expect("a name");
+    format!("{}/{name}", child_collection::<K>(child))
+}
+
+/// What `object` asks for, with no child observed yet (the mocked client answers nothing).
+pub async fn desired<K: Reconcile>(object: &K) -> crate::Desired<K> {
     let (ctx, _server) = mock_context();
+    let caches = Caches::filled(
+        <K::Children as crate::children::Children>::kinds(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let observed = Observed::new(&caches, object.uid().unwrap_or_default());
+    object
+        .desired(&ctx, &observed)
+        .await
+        .expect("desired children")
+}
+
+/// The children as the machinery applies them (JSON, of any of `K`'s child kinds): with the
+/// owner reference and the label.
+pub async fn applied_children<K: Reconcile>(object: &K) -> Vec<Value> {
     let owner = object
         .controller_owner_ref(&())
         .expect("the object has a uid");
-    object
-        .desired(&ctx)
-        .expect("desired children")
+    let owner = serde_json::to_value(owner).expect("serializes");
+    desired(object)
+        .await
+        .children
         .into_iter()
         .map(|mut child| {
-            child
-                .labels_mut()
-                .insert(MANAGED_BY.to_owned(), MANAGER.to_owned());
-            child.owner_references_mut().push(owner.clone());
+            let metadata = &mut child["metadata"];
+            if !metadata["labels"].is_object() {
+                metadata["labels"] = json!({});
+            }
+            metadata["labels"][MANAGED_BY] = MANAGER.into();
+            metadata["ownerReferences"] = json!([owner]);
             child
         })
+        .collect()
+}
+
+/// [`applied_children`] of kind `C`, decoded.
+pub async fn applied_children_of<K: Reconcile, C: crate::children::Child>(object: &K) -> Vec<C> {
+    let resource = kube::api::ApiResource::erase::<C>(&());
+    applied_children(object)
+        .await
+        .into_iter()
+        .filter(|child| child["kind"] == resource.kind.as_str())
+        .map(|child| serde_json::from_value(child).expect("a child of its kind"))
         .collect()
 }
 
@@ -334,13 +387,20 @@ pub fn converged<K: Reconcile>(object: &K) -> K {
     let mut json = serde_json::to_value(object).expect("serializes");
     let generation = object.meta().generation;
     json["status"]["observedGeneration"] = json!(generation);
-    json["status"]["conditions"] = json!([crate::status::condition(
+    let mut conditions: Vec<Condition> = (json["status"]["conditions"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| serde_json::from_value(c.clone()).ok())
+        .collect();
+    let ready = crate::status::condition(
         "Ready",
         true,
         "Reconciled",
         "all children are up to date",
-        generation
-    )]);
+        generation,
+    );
+    crate::status::set_condition(&mut conditions, ready);
+    json["status"]["conditions"] = json!(conditions);
     let mut converged: K = serde_json::from_value(json).expect("deserializes");
     if let Some(finalizer) = K::FINALIZER {
         converged.finalizers_mut().push(finalizer.to_owned());
@@ -348,21 +408,57 @@ pub fn converged<K: Reconcile>(object: &K) -> K {
     converged
 }
 
-/// The children depend on the spec alone: deriving them twice gives the same objects, each
-/// with a name and a namespace. (Runs inside a tokio runtime, where the mocked client lives.)
-pub fn children_come_from_the_spec_alone<K: Reconcile>(object: &K) {
+/// `object` as a reconcile leaves it once `children` exist: [`converged`], with the status
+/// fields of its own that it then reports.
+pub async fn settled<K: Reconcile>(object: &K, children: &[Value]) -> K {
+    let converged = converged(object);
     let (ctx, _server) = mock_context();
-    let first = object.desired(&ctx).expect("desired children");
-    let second = object.desired(&ctx).expect("desired children");
+    let kinds = <K::Children as crate::children::Children>::kinds();
+    let caches = Caches::filled(kinds, children.to_vec(), Vec::new());
+    let observed = Observed::new(&caches, object.uid().unwrap_or_default());
+    let desired = (converged.desired(&ctx, &observed).await).expect("desired children");
+    let Some(own) = desired.status else {
+        return converged;
+    };
+    let mut json = serde_json::to_value(&converged).expect("serializes");
+    let own = serde_json::to_value(own).expect("serializes");
+    let mut conditions: Vec<Condition> =
+        serde_json::from_value(json["status"]["conditions"].take()).unwrap_or_default();
+    for (key, value) in own.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "observedGeneration" => {}
+            "conditions" => {
+                let own: Vec<Condition> = serde_json::from_value(value.clone()).unwrap_or_default();
+                for condition in own {
+                    crate::status::set_condition(&mut conditions, condition);
+                }
+            }
+            _ => json["status"][key] = value.clone(),
+        }
+    }
+    json["status"]["conditions"] = json!(conditions);
+    serde_json::from_value(json).expect("deserializes")
+}
+
+/// When a reconcile of `object` that succeeds asks to look again: when the kind says
+/// ([`crate::Desired::requeue_after`]), at most after the hourly resync.
+pub async fn requeue<K: Reconcile>(object: &K) -> Action {
+    let asked = desired(object).await.requeue_after;
+    Action::requeue(asked.map_or(RESYNC, |delay| delay.min(RESYNC)))
+}
+
+/// The children depend on the spec alone: deriving them twice gives the same objects, each
+/// with a name and a namespace.
+pub async fn children_come_from_the_spec_alone<K: Reconcile>(object: &K) {
+    let first = desired(object).await.children;
+    let second = desired(object).await.children;
     assert!(!first.is_empty(), "the object asks for no child");
-    for (a, b) in first.iter().zip(&second) {
-        assert_eq!(
-            serde_json::to_value(a).expect("serializes"),
-            serde_json::to_value(b).expect("serializes")
-        );
+    assert_eq!(first, second, "the same spec asked for other children");
+    for child in &first {
+        let metadata = &child["metadata"];
         assert!(
-            a.meta().name.is_some() && a.meta().namespace.is_some(),
-            "{a:?}"
+            metadata["name"].is_string() && metadata["namespace"].is_string(),
+            "{child}"
         );
     }
 }
@@ -372,8 +468,8 @@ pub fn children_come_from_the_spec_alone<K: Reconcile>(object: &K) {
 /// the object becomes Ready at its generation. Reconciling the converged object again sends no
 /// request at all.
 pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
-    let (shared, mut server) = mock_shared::<K>(Vec::new());
-    let children = applied_children(&object);
+    let (shared, mut server) = mock_shared::<K>(Vec::<Value>::new());
+    let children = applied_children(&object).await;
     let expected = children.clone();
     let owner_uid = object.uid().expect("uid");
     let reply = serde_json::to_value(converged(&object)).expect("serializes");
@@ -387,16 +483,20 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
             assert_eq!(request.body["metadata"]["finalizers"], json!([finalizer]));
         }
         for child in &expected {
-            let collection = collection_of(child);
-            let created = serde_json::to_value(child).expect("serializes");
+            let collection = child_collection::<K>(child);
             let request = server
-                .expect(Method::POST, &collection, StatusCode::CREATED, created)
+                .expect(
+                    Method::POST,
+                    &collection,
+                    StatusCode::CREATED,
+                    child.clone(),
+                )
                 .await;
             assert!(
                 request.query.contains(&format!("fieldManager={MANAGER}")),
                 "created as this manager"
             );
-            assert_eq!(request.body["metadata"]["name"], json!(child.name_any()));
+            assert_eq!(request.body["metadata"]["name"], child["metadata"]["name"]);
             let owner = &request.body["metadata"]["ownerReferences"][0];
             assert_eq!(owner["uid"], json!(owner_uid));
             assert_eq!(owner["controller"], true);
@@ -406,14 +506,19 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
                 .await;
             assert_eq!(event.body["reason"], "Created");
         }
-        let request = server
-            .expect(
-                Method::PATCH,
-                &format!("{object_path}/status"),
-                StatusCode::OK,
-                reply,
-            )
+        let status_path = format!("{object_path}/status");
+        let mut request = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, reply.clone())
             .await;
+        // The kind's own status fields, if it has any, come first, by a manager of their own.
+        if request
+            .query
+            .contains(&format!("fieldManager={MANAGER}-status"))
+        {
+            request = server
+                .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
+                .await;
+        }
         let status = &request.body["status"];
         assert_eq!(status["observedGeneration"], 1);
         assert_eq!(status["conditions"][0]["type"], "Ready");
@@ -421,15 +526,13 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
 
+    let settled = settled(&object, &children).await;
     let (shared, server) = mock_shared::<K>(children);
-    let (action, requests) = converse(
-        async move { server },
-        reconcile(Arc::new(converged(&object)), shared),
-    )
-    .await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    let (action, requests) =
+        converse(async move { server }, reconcile(Arc::new(settled), shared)).await;
+    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
     assert!(
         requests.is_empty(),
         "a converged object was written: {requests:?}"
@@ -439,21 +542,20 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
 /// A field this manager applies, changed by someone else, is applied again (with an
 /// `Updated` event); a field someone else added is theirs and causes no write.
 pub async fn drift_is_repaired<K: Reconcile>(object: K) {
-    let object = converged(&object);
-    let mut edited = applied_children(&object);
+    let children = applied_children(&object).await;
+    let object = settled(&object, &children).await;
+    let mut edited = applied_children(&object).await;
     for child in &mut edited {
-        child
-            .labels_mut()
-            .insert(MANAGED_BY.to_owned(), "someone-else".to_owned());
+        child["metadata"]["labels"][MANAGED_BY] = "someone-else".into();
     }
-    let expected = applied_children(&object);
+    let expected = applied_children(&object).await;
     let events = events_path(&object);
     let (shared, mut server) = mock_shared::<K>(edited);
     let scenario = async move {
         for child in &expected {
-            let applied = serde_json::to_value(child).expect("serializes");
+            let path = child_path::<K>(child);
             let request = server
-                .expect(Method::PATCH, &path_of(child), StatusCode::OK, applied)
+                .expect(Method::PATCH, &path, StatusCode::OK, child.clone())
                 .await;
             assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER);
             let event = server
@@ -464,18 +566,23 @@ pub async fn drift_is_repaired<K: Reconcile>(object: K) {
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
 
-    let mut annotated = applied_children(&object);
+    let mut annotated = applied_children(&object).await;
     for child in &mut annotated {
-        child
-            .annotations_mut()
-            .insert("example.com/added-by".into(), "someone else".into());
+        let annotations = &mut child["metadata"]["annotations"];
+        if !annotations.is_object() {
+            *annotations = json!({});
+        }
+        annotations["example.com/added-by"] = "someone else".into();
     }
     let (shared, server) = mock_shared::<K>(annotated);
-    let (action, requests) =
-        converse(async move { server }, reconcile(Arc::new(object), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    let (action, requests) = converse(
+        async move { server },
+        reconcile(Arc::new(object.clone()), shared),
+    )
+    .await;
+    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
     assert!(
         requests.is_empty(),
         "another manager's field caused a write: {requests:?}"
@@ -485,9 +592,10 @@ pub async fn drift_is_repaired<K: Reconcile>(object: K) {
 /// Deleting an object: without a finalizer nothing is asked of the operator (garbage
 /// collection removes the children); with one, cleanup runs and the finalizer is removed.
 pub async fn deletion_is_released<K: Reconcile>(object: K) {
-    let mut object = converged(&object);
+    let children = applied_children(&object).await;
+    let mut object = settled(&object, &children).await;
     object.meta_mut().deletion_timestamp = Some(Time(Timestamp::now()));
-    let (shared, mut server) = mock_shared::<K>(applied_children(&object));
+    let (shared, mut server) = mock_shared::<K>(applied_children(&object).await);
     let object_path = path_of(&object);
     let events = events_path(&object);
     let mut released = object.clone();

@@ -101,6 +101,11 @@ impl<K: Resource + Serialize + DeserializeOwned> Packed<K> {
     pub fn unpack(&self) -> serde_json::Result<K> {
         serde_json::from_str(&self.json)
     }
+
+    /// The object's JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
 }
 
 impl<K: Resource<DynamicType = ()>> Lookup for Packed<K> {

@@ -1,0 +1,440 @@
+use http::{Method, StatusCode};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{CustomResource, api::ObjectMeta};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::{
+    children::owner_of,
+    testing::{
+        applied_children_of, converged, converse, events_path, mock_shared, mock_shared_with_names,
+        object_from_sample, path_of,
+    },
+};
+
+/// The ConfigMaps a kind's object asks for, as the machinery applies them.
+async fn applied_children<K: Reconcile>(object: &K) -> Vec<ConfigMap> {
+    applied_children_of::<K, ConfigMap>(object).await
+}
+
+const NONE: Vec<ConfigMap> = Vec::new();
+
+/// A kind of the tests' own, namespaced, with one ConfigMap child.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "test.example.com",
+    version = "v1",
+    kind = "Thing",
+    namespaced,
+    status = "ThingStatus"
+)]
+pub struct ThingSpec {
+    #[serde(default)]
+    value: String,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThingStatus {
+    #[serde(default)]
+    conditions: Vec<Condition>,
+    observed_generation: Option<i64>,
+}
+
+impl Reconcile for Thing {
+    type Children = (ConfigMap,);
+    const CONTROLLER: &'static str = "test-thing";
+    async fn desired(&self, _: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+        if self.spec.value == "invalid" {
+            return Err(Error::InvalidSpec("value may not be `invalid`".into()));
+        }
+        Desired::new().child(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(self.name_any()),
+                namespace: self.namespace(),
+                ..ObjectMeta::default()
+            },
+            data: Some([("value".to_owned(), self.spec.value.clone())].into()),
+            ..ConfigMap::default()
+        })
+    }
+}
+
+/// A cluster-scoped kind whose children live in the manager's namespace.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "test.example.com",
+    version = "v1",
+    kind = "Tenant",
+    status = "ThingStatus"
+)]
+pub struct TenantSpec {}
+
+impl Reconcile for Tenant {
+    type Children = (ConfigMap,);
+    const CONTROLLER: &'static str = "test-tenant";
+    async fn desired(&self, ctx: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+        Desired::new().child(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!("tenant-{}", self.name_any())),
+                namespace: Some(ctx.operator_namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        })
+    }
+}
+
+fn thing(value: &str) -> Thing {
+    let sample = format!("kind: Thing\nmetadata:\n  name: t\nspec:\n  value: {value}\n");
+    object_from_sample(&format!("apiVersion: test.example.com/v1\n{sample}"))
+}
+
+fn api_error(code: u16) -> Error {
+    Error::Kube(kube::Error::Api(
+        kube::core::Status::failure("refused", "Refused")
+            .with_code(code)
+            .boxed(),
+    ))
+}
+
+#[test]
+fn errors_are_retried_by_class() {
+    assert_eq!(api_error(500).retry(), Retry::Backoff);
+    assert_eq!(api_error(409).retry(), Retry::Backoff);
+    assert!(matches!(api_error(403).retry(), Retry::After(_)));
+    assert_eq!(api_error(422).retry(), Retry::OnChange);
+    assert_eq!(Error::InvalidSpec("x".into()).retry(), Retry::OnChange);
+}
+
+#[tokio::test]
+async fn backoff_is_per_controller_and_per_uid() {
+    let (things, _server) = mock_shared::<Thing>(NONE);
+    let (tenants, _other) = mock_shared::<Tenant>(NONE);
+    let first = Arc::new(thing("a"));
+    let mut renamed = thing("a");
+    renamed.meta_mut().uid = Some("another-uid".into());
+    let error = api_error(503);
+    let delay = |action: Action| format!("{action:?}");
+    let one = error_policy(first.clone(), &error, things.clone());
+    let two = error_policy(first.clone(), &error, things.clone());
+    assert_ne!(
+        delay(one),
+        delay(two.clone()),
+        "the same object backs off further"
+    );
+    let other = error_policy(Arc::new(renamed), &error, things.clone());
+    assert_eq!(
+        delay(other),
+        delay(Action::requeue(Duration::from_secs(1))),
+        "another object (same name, other uid) starts afresh"
+    );
+    let tenant = Arc::new(Tenant::new("a", TenantSpec {}));
+    let elsewhere = error_policy(tenant, &error, tenants);
+    assert_eq!(
+        delay(elsewhere),
+        delay(Action::requeue(Duration::from_secs(1))),
+        "another controller has its own table"
+    );
+}
+
+#[test]
+fn children_map_to_their_owner_across_scopes() {
+    let mut tenant = Tenant::new("acme", TenantSpec {});
+    tenant.meta_mut().uid = Some("tenant-uid".into());
+    let mut child = ConfigMap::default();
+    child.meta_mut().namespace = Some("operator-system".into());
+    child
+        .owner_references_mut()
+        .push(tenant.controller_owner_ref(&()).expect("uid"));
+    let owner = owner_of::<Tenant, _>(&child).expect("mapped");
+    assert_eq!(owner.name, "acme");
+    assert_eq!(
+        owner.namespace, None,
+        "a cluster-scoped owner has no namespace"
+    );
+
+    let thing = thing("a");
+    let mut child = ConfigMap::default();
+    child.meta_mut().namespace = Some("testns".into());
+    child
+        .owner_references_mut()
+        .push(thing.controller_owner_ref(&()).expect("uid"));
+    let owner = owner_of::<Thing, _>(&child).expect("mapped");
+    assert_eq!(owner.namespace.as_deref(), Some("testns"));
+    assert!(
+        owner_of::<Tenant, _>(&child).is_none(),
+        "another kind's child"
+    );
+}
+
+#[test]
+fn only_the_fields_this_manager_applies_are_compared() {
+    let desired: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}
+    }))
+    .expect("a ConfigMap");
+    let mut actual = desired.clone();
+    actual
+        .data
+        .get_or_insert_default()
+        .insert("other".into(), "theirs".into());
+    actual.labels_mut().insert("y".into(), "2".into());
+    assert!(is_applied(&desired, &actual).expect("compares"));
+    actual
+        .data
+        .get_or_insert_default()
+        .insert("k".into(), "edited".into());
+    assert!(!is_applied(&desired, &actual).expect("compares"));
+}
+
+#[tokio::test]
+async fn an_object_of_the_childs_name_that_this_owner_does_not_control_is_left_alone() {
+    let object = thing("a");
+    let mut foreign = applied_children(&object).await.remove(0);
+    foreign.owner_references_mut().clear();
+    foreign.labels_mut().clear();
+    let (shared, mut server) = mock_shared_with_names::<Thing>(NONE, vec![foreign]);
+    let status_path = format!("{}/status", path_of(&object));
+    let events = events_path(&object);
+    let status_reply = serde_json::to_value(&object).expect("serializes");
+    let scenario = async move {
+        let request = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, status_reply)
+            .await;
+        let condition = &request.body["status"]["conditions"][0];
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "ChildNotOwned");
+        let event = server
+            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
+            .await;
+        assert_eq!(event.body["type"], "Warning");
+        server
+    };
+    let (result, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    let error = result.expect_err("not adopted");
+    assert!(matches!(error, Error::NotOwned { .. }), "{error}");
+    assert_eq!(
+        requests.len(),
+        2,
+        "only the status and the event: {requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn after_a_spec_change_the_children_are_applied_even_if_they_look_applied() {
+    let mut object = converged(&thing("a"));
+    object.meta_mut().generation = Some(2);
+    let children = applied_children(&object).await;
+    let child = children[0].clone();
+    let reply = serde_json::to_value(&child).expect("serializes");
+    let status_reply = serde_json::to_value(&object).expect("serializes");
+    let (shared, mut server) = mock_shared::<Thing>(children);
+    let (child_path, status_path) = (path_of(&child), format!("{}/status", path_of(&object)));
+    let events = events_path(&object);
+    let scenario = async move {
+        server
+            .expect(Method::PATCH, &child_path, StatusCode::OK, reply)
+            .await;
+        server
+            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
+            .await;
+        let request = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, status_reply)
+            .await;
+        assert_eq!(request.body["status"]["observedGeneration"], 2);
+        server
+    };
+    let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+}
+
+/// A child this manager created has its fields in the manager's `Update` entry, which no
+/// apply prunes: its first update hands them to the `Apply` entry (guarded by the resource
+/// version) and applies again, so that a key the spec dropped is removed.
+#[tokio::test]
+async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
+    let mut object = converged(&thing("a"));
+    object.meta_mut().generation = Some(2);
+    let children = applied_children(&object).await;
+    let child = children[0].clone();
+    let entry = |operation: &str, fields: Value| {
+        json!({
+            "manager": crate::testing::MANAGER, "operation": operation, "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": fields,
+        })
+    };
+    let mut applied = serde_json::to_value(&child).expect("serializes");
+    applied["metadata"]["resourceVersion"] = json!("7");
+    applied["metadata"]["managedFields"] = json!([
+        entry("Update", json!({"f:data": {".": {}, "f:dropped": {}}})),
+        entry("Apply", json!({"f:data": {"f:value": {}}})),
+        {"manager": "someone-else", "operation": "Update", "apiVersion": "v1"},
+    ]);
+    let reply = serde_json::to_value(&child).expect("serializes");
+    let status_reply = serde_json::to_value(&object).expect("serializes");
+    let (shared, mut server) = mock_shared::<Thing>(children);
+    let (child_path, status_path) = (path_of(&child), format!("{}/status", path_of(&object)));
+    let events = events_path(&object);
+    let scenario = async move {
+        let first = server
+            .expect(Method::PATCH, &child_path, StatusCode::OK, applied)
+            .await;
+        assert!(first.query.contains("force=true"), "{}", first.query);
+        let handover = server
+            .expect(Method::PATCH, &child_path, StatusCode::OK, reply.clone())
+            .await;
+        let metadata = &handover.body["metadata"];
+        assert_eq!(metadata["resourceVersion"], "7", "guarded by the version");
+        let entries = metadata["managedFields"].as_array().expect("entries");
+        assert_eq!(entries.len(), 2, "the Update entry is gone: {entries:?}");
+        assert_eq!(entries[0]["operation"], "Apply");
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:dropped": {}, "f:value": {}}}),
+            "the create's fields join the apply's"
+        );
+        assert_eq!(
+            entries[1]["manager"], "someone-else",
+            "others' entries stay"
+        );
+        let again = server
+            .expect(Method::PATCH, &child_path, StatusCode::OK, reply)
+            .await;
+        assert!(again.query.contains("force=true"), "applied again");
+        assert_eq!(again.body["data"], json!({"value": "a"}));
+        server
+            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
+            .await;
+        server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, status_reply)
+            .await;
+        server
+    };
+    let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    assert!(
+        hand_over_created_fields(&child, crate::testing::MANAGER).is_none(),
+        "nothing to hand over without an Update entry"
+    );
+}
+
+/// A reconcile started before the caches of children and names have their first list
+/// waits for them: with the child in the cache, a converged object needs no request.
+#[tokio::test]
+async fn a_reconcile_waits_for_the_first_lists_of_its_caches() {
+    let object = converged(&thing("a"));
+    let (ctx, server) = crate::testing::mock_context();
+    let (caches, mut children_writer, mut names_writer) = crate::children::unfilled::<ConfigMap>();
+    let shared = Arc::new(Shared::<Thing>::new(ctx, caches));
+    let mut reconciling = Box::pin(reconcile(Arc::new(object.clone()), shared));
+    let early = tokio::time::timeout(Duration::from_millis(200), &mut reconciling).await;
+    assert!(early.is_err(), "it waits for the caches");
+    crate::testing::fill(&mut children_writer, applied_children(&object).await);
+    crate::testing::fill(&mut names_writer, Vec::new());
+    let (action, requests) = converse(async move { server }, reconciling).await;
+    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    assert!(requests.is_empty(), "nothing to write: {requests:?}");
+}
+
+/// The cache may hand over the version of an object its children were just applied and
+/// its status just written for; neither is written again for it.
+#[tokio::test]
+async fn a_status_is_written_once_per_version_of_the_object() {
+    let object = thing("a");
+    let (ctx, mut server) = crate::testing::mock_context();
+    let children = applied_children(&object).await;
+    let children = children
+        .iter()
+        .map(|c| serde_json::to_value(c).expect("json"));
+    let shared = Arc::new(Shared::<Thing>::filled(ctx, children.collect(), Vec::new()));
+    let status_path = format!("{}/status", path_of(&object));
+    let reply = serde_json::to_value(converged(&object)).expect("serializes");
+    let child = applied_children(&object).await.remove(0);
+    let (child_path, child_reply) = (
+        path_of(&child),
+        serde_json::to_value(&child).expect("serializes"),
+    );
+    let events = events_path(&object);
+    let scenario = async move {
+        // Never reconciled: the children are applied once, whatever the cache says.
+        server
+            .expect(Method::PATCH, &child_path, StatusCode::OK, child_reply)
+            .await;
+        server
+            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
+            .await;
+        server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
+            .await;
+        server
+    };
+    let twice = {
+        let shared = shared.clone();
+        let object = Arc::new(object);
+        async move {
+            let first = reconcile(object.clone(), shared.clone()).await;
+            let second = reconcile(object, shared).await;
+            (first.is_ok(), second.is_ok())
+        }
+    };
+    let ((first, second), requests) = converse(scenario, async move {
+        let outcome = twice.await;
+        drop(shared);
+        outcome
+    })
+    .await;
+    assert!(first && second);
+    assert_eq!(
+        requests.len(),
+        3,
+        "the second reconcile sent nothing: {requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
+    let mut object = converged(&thing("invalid"));
+    let json = serde_json::to_value(&object).expect("serializes");
+    let mut with_foreign = json.clone();
+    with_foreign["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(json!({
+            "type": "Backup", "status": "True", "reason": "Done", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }));
+    object = serde_json::from_value(with_foreign).expect("deserializes");
+    let (shared, mut server) = mock_shared::<Thing>(NONE);
+    let status_path = format!("{}/status", path_of(&object));
+    let events = events_path(&object);
+    let scenario = async move {
+        let request = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, json)
+            .await;
+        let conditions = request.body["status"]["conditions"]
+            .as_array()
+            .expect("conditions");
+        assert_eq!(conditions.len(), 1, "only Ready is applied: {conditions:?}");
+        assert_eq!(conditions[0]["type"], "Ready");
+        assert_eq!(conditions[0]["status"], "False");
+        assert_eq!(conditions[0]["reason"], "InvalidSpec");
+        let event = server
+            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
+            .await;
+        assert_eq!(event.body["reason"], "InvalidSpec");
+        server
+    };
+    let (result, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    let error = result.expect_err("invalid spec");
+    let (shared, _server) = mock_shared::<Thing>(NONE);
+    assert_eq!(
+        error_policy(Arc::new(thing("invalid")), &error, shared),
+        Action::await_change(),
+        "invalid input waits for a change"
+    );
+}
