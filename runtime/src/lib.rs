@@ -1,4 +1,4 @@
-//! The machinery of operators that [kopgen](https://github.com/) scaffolds, as
+//! The machinery of operators that kopgen scaffolds, as
 //! controller-runtime is Kubebuilder's: a project keeps only what is its own (its API types,
 //! what each controller wants, its webhooks' rules) and gets every fix with
 //! `cargo update -p kopgen-runtime`.
