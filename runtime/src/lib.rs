@@ -21,6 +21,8 @@ pub mod certificates;
 pub mod children;
 pub mod config;
 pub mod context;
+#[cfg(any(test, feature = "testing"))]
+pub mod crds;
 #[cfg(feature = "envtest")]
 #[allow(missing_docs)]
 pub mod envtest;
