@@ -200,7 +200,8 @@ impl<C: Child> Cache for Typed<C> {
         let Some(packed) = self.children.get(&key) else {
             return Ok(None);
         };
-        Ok(Some(serde_json::to_value(packed.unpack()?)?))
+        // The packed text is the object's JSON: read once, with no typed decode in between.
+        Ok(Some(serde_json::from_str(packed.json())?))
     }
 
     fn taken(&self, namespace: &str, name: &str, uid: &str) -> Result<bool> {
@@ -208,7 +209,10 @@ impl<C: Child> Cache for Typed<C> {
         let Some(packed) = self.names.get(&key) else {
             return Ok(false);
         };
-        Ok(!is_controlled_by(&packed.unpack()?, uid))
+        Ok(!is_controlled_by(
+            &serde_json::from_str(packed.json())?,
+            uid,
+        ))
     }
 
     fn controlled_by(&self, uid: &str) -> Result<Vec<Value>> {
@@ -216,9 +220,9 @@ impl<C: Child> Cache for Typed<C> {
         // The uid in the text first: decoding every cached child would cost far more.
         for packed in self.children.state() {
             if packed.json().contains(uid) {
-                let child = packed.unpack()?;
+                let child: Value = serde_json::from_str(packed.json())?;
                 if is_controlled_by(&child, uid) {
-                    found.push(serde_json::to_value(child)?);
+                    found.push(child);
                 }
             }
         }
@@ -243,12 +247,12 @@ fn key_of(child: &Value) -> (&str, &str) {
     )
 }
 
-/// Whether `uid` is the controller owner of `object`.
-pub(crate) fn is_controlled_by<R: Resource>(object: &R, uid: &str) -> bool {
-    object
-        .owner_references()
-        .iter()
-        .any(|r| r.controller == Some(true) && r.uid == uid)
+/// Whether `uid` is the controller owner of `object` (its JSON).
+pub(crate) fn is_controlled_by(object: &Value, uid: &str) -> bool {
+    (object["metadata"]["ownerReferences"].as_array()).is_some_and(|refs| {
+        refs.iter()
+            .any(|r| r["controller"] == true && r["uid"] == uid)
+    })
 }
 
 /// Watches children of kind `C` labelled as this manager's, and the names of the others.

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 use super::{MANAGED_BY, Reconcile, Shared, namespaced, publish};
 use crate::{
     Context, Error, Result,
-    children::{Desired, dynamic, not_a_child},
+    children::{Desired, dynamic, is_controlled_by, not_a_child},
     status,
 };
 
@@ -76,7 +76,7 @@ pub(super) async fn apply_children<K: Reconcile>(
                 api.create(&params, &dynamic(&child)?).await?;
                 "Created"
             }
-            Some(actual) if !controlled(actual, &owner.uid) => return Err(not_owned()),
+            Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned()),
             // After a spec change the child is applied whatever the comparison says: a field
             // the new spec no longer asks for is only removed by applying without it.
             Some(actual) if !spec_changed && contains(actual, &child) => continue,
@@ -177,13 +177,6 @@ fn place<K: Reconcile>(object: &K, child: &Value, ctx: &Context) -> Result<(Stri
         )));
     }
     Ok((namespace.to_owned(), name.to_owned()))
-}
-
-fn controlled(child: &Value, uid: &str) -> bool {
-    (child["metadata"]["ownerReferences"].as_array()).is_some_and(|refs| {
-        refs.iter()
-            .any(|r| r["controller"] == true && r["uid"] == uid)
-    })
 }
 
 /// The merge patch that hands the fields this manager's create recorded to its apply: a create
