@@ -458,3 +458,83 @@ fn generated_code_fits_rustfmt_width_for_ordinary_names() {
         }
     }
 }
+
+/// Beyond the line width, rustfmt's other limits (array, call and chain widths) depend on the
+/// names too: every generated Rust file, for the names of the Kubebuilder book's tutorials and
+/// others, is exactly what rustfmt writes (without compiling anything).
+#[test]
+fn generated_rust_is_rustfmt_clean_for_tutorial_and_other_names() {
+    let test = "generated_rust_is_rustfmt_clean_for_tutorial_and_other_names";
+    if !support::need("rustfmt", test, "rustup component add rustfmt") {
+        return;
+    }
+    let session = Session::new();
+    let projects: [(&str, &[&[&str]]); 3] = [
+        (
+            "memcached-operator",
+            &[&[
+                "--group",
+                "cache",
+                "--version",
+                "v1alpha1",
+                "--kind",
+                "Memcached",
+            ]],
+        ),
+        (
+            "project",
+            &[
+                &["--group", "batch", "--version", "v1", "--kind", "CronJob"],
+                &["--group", "batch", "--version", "v2", "--kind", "CronJob"],
+            ],
+        ),
+        (
+            "platform-engineering-tenancy-operator",
+            &[&[
+                "--group",
+                "infrastructure",
+                "--version",
+                "v1beta1",
+                "--kind",
+                "TenantNetworkPolicy",
+                "--namespaced=false",
+            ]],
+        ),
+    ];
+    for (name, kinds) in projects {
+        let project = session.init_project(name, &[]);
+        for kind in kinds {
+            ok(&project, kind);
+        }
+        let (group, version, kind) = (kinds[0][1], kinds[0][3], kinds[0][5]);
+        let webhook = [
+            "create",
+            "webhook",
+            "--group",
+            group,
+            "--version",
+            version,
+            "--kind",
+            kind,
+            "--defaulting",
+            "--programmatic-validation",
+        ];
+        let run = support::run_kopgen(&project, &webhook);
+        assert_eq!(run.status, 0, "{name}: {}", run.stderr);
+        let files: Vec<String> = tree(&project)
+            .into_keys()
+            .filter(|path| path.ends_with(".rs") && !path.starts_with("vendor/"))
+            .collect();
+        let output = std::process::Command::new("rustfmt")
+            .args(["--edition", "2024", "--check"])
+            .args(&files)
+            .current_dir(&project)
+            .output()
+            .expect("rustfmt runs");
+        assert!(
+            output.status.success(),
+            "{name}: not as rustfmt writes it:\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+}

@@ -45,11 +45,8 @@ fn a_webhook_is_scaffolded_registered_and_its_manifests_written() {
         "--group apps --version v1 --kind Blog --defaulting",
     );
     let module = read(&project, "src/webhooks/apps_v1_blog.rs");
-    assert!(
-        module.contains("pub fn default(blog: &mut Blog)"),
-        "{module}"
-    );
-    assert!(!module.contains("validate_create"), "{module}");
+    assert!(module.contains("impl Defaulter for Blog {"), "{module}");
+    assert!(!module.contains("impl Validator"), "{module}");
     let registry = read(&project, "src/webhooks/mod.rs");
     assert!(registry.contains("pub mod apps_v1_blog;"), "{registry}");
     assert!(
@@ -109,7 +106,7 @@ fn a_second_run_adds_validation_only_with_force_and_keeps_what_was_there() {
         "--group apps --version v1 --kind Blog --programmatic-validation --force",
     );
     let module = read(&project, "src/webhooks/apps_v1_blog.rs");
-    assert!(module.contains("pub fn default(") && module.contains("pub fn validate_update("));
+    assert!(module.contains("impl Defaulter for Blog") && module.contains("fn validate_update("));
     let registry = read(&project, "src/webhooks/mod.rs");
     assert_eq!(
         registry.matches("apps_v1_blog::routes,").count(),

@@ -1,10 +1,15 @@
-//! What every reconcile gets: the client, metrics and the event publisher.
+//! What every reconcile gets: the client, metrics, the event publisher and the project's own
+//! state.
 
-use std::sync::Arc;
+use std::{
+    any::{Any, TypeId, type_name},
+    collections::HashMap,
+    sync::Arc,
+};
 
 use kube::Client;
 
-use crate::{events::Events, metrics::Metrics};
+use crate::{Error, Result, events::Events, metrics::Metrics};
 
 /// The manager's shared state, handed to every reconcile of every controller.
 pub struct Context {
@@ -24,6 +29,24 @@ pub struct Context {
     pub operator_namespace: String,
     /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
     pub concurrency: u16,
+    /// The project's own values ([`crate::Manager::state`]), read with [`Context::state`].
+    pub state: State,
+}
+
+/// Values of the project's own types, one per type, shared by every reconcile and webhook.
+#[derive(Clone, Default)]
+pub struct State(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
+
+impl State {
+    /// Keeps `value`, replacing the one of its type if there was one.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.0.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The value of type `T`, if one was inserted.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.0.get(&TypeId::of::<T>())?.downcast_ref()
+    }
 }
 
 impl Context {
@@ -43,7 +66,29 @@ impl Context {
             namespace,
             operator_namespace: std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "default".into()),
             concurrency: 1,
+            state: State::default(),
         }
+    }
+
+    /// The project's value of type `T` (see [`crate::Manager::state`]), or an error naming
+    /// the type if the manager was given none: a programming error, so it is not retried.
+    ///
+    /// ```
+    /// # fn example(ctx: &kopgen_runtime::Context) -> kopgen_runtime::Result<()> {
+    /// struct Billing { endpoint: String }
+    ///
+    /// let billing = ctx.state::<Billing>()?;
+    /// # let _ = &billing.endpoint;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T> {
+        self.state.get().ok_or_else(|| {
+            Error::Config(format!(
+                "no {} in the context: hand one to the manager with `Manager::state`",
+                type_name::<T>()
+            ))
+        })
     }
 
     /// An `Api` over namespaced objects of `K` in the watched namespace, or in all of them.
@@ -56,5 +101,38 @@ impl Context {
             Some(namespace) => kube::Api::namespaced(self.client.clone(), namespace),
             None => kube::Api::all(self.client.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn state_is_found_by_type_and_a_missing_one_names_its_type() {
+        struct Billing(&'static str);
+        let mut state = State::default();
+        state.insert(Billing("https://billing.example.com"));
+        state.insert(7_u32);
+        assert_eq!(
+            state.get::<Billing>().map(|b| b.0),
+            Some("https://billing.example.com")
+        );
+        assert_eq!(state.get::<u32>(), Some(&7));
+        assert!(state.get::<String>().is_none());
+
+        let (service, _) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let mut ctx = Context::new(Client::new(service, "default"), "m", Arc::default(), None);
+        ctx.state = state;
+        assert_eq!(ctx.state::<u32>().ok(), Some(&7));
+        let missing = ctx.state::<String>().err().map(|e| e.to_string());
+        assert!(
+            missing.is_some_and(
+                |m| m.contains("alloc::string::String") && m.contains("Manager::state")
+            )
+        );
     }
 }

@@ -73,6 +73,10 @@ pub enum Error {
     #[error("task failed: {0}")]
     Task(String),
 
+    /// The project's code panicked during a reconcile (see [`recover`]).
+    #[error("panicked: {0}")]
+    Panicked(String),
+
     /// An error of the project's own code (a call to a cloud API in `cleanup`, say): retried
     /// with backoff, like other transient errors.
     #[error(transparent)]
@@ -106,9 +110,10 @@ impl Error {
                 400 | 422 => Retry::OnChange,
                 _ => Retry::Backoff,
             },
-            Error::InvalidSpec(_) | Error::Serialization(_) | Error::MissingObjectKey(_) => {
-                Retry::OnChange
-            }
+            Error::InvalidSpec(_)
+            | Error::Serialization(_)
+            | Error::MissingObjectKey(_)
+            | Error::Config(_) => Retry::OnChange,
             Error::NotOwned { .. } => Retry::After(SLOW_RETRY),
             _ => Retry::Backoff,
         }
@@ -123,6 +128,7 @@ impl Error {
             Error::Kube(_) => "ApiError",
             Error::InvalidSpec(_) => "InvalidSpec",
             Error::NotOwned { .. } => "ChildNotOwned",
+            Error::Panicked(_) => "ReconcilePanic",
             _ => "ReconcileError",
         }
     }
@@ -143,7 +149,26 @@ impl Error {
             Error::Certificate(_) => "certificate",
             Error::Config(_) => "config",
             Error::Task(_) => "task",
+            Error::Panicked(_) => "panic",
             Error::Other(_) => "other",
+        }
+    }
+}
+
+/// Runs the project's code, turning a panic into [`Error::Panicked`]. kube-runtime re-raises a
+/// reconcile's panic, which would end the process: it restarts, reconciles the same object and
+/// panics again, and every other controller and the webhooks go down with it. As
+/// controller-runtime does, the panic becomes an error of that object, retried with backoff and
+/// counted (`reconcile_errors{error="panic"}`); the panic message is still printed.
+pub async fn recover<T>(code: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(code).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            Err(Error::Panicked(message))
         }
     }
 }

@@ -57,12 +57,9 @@ impl Env {
         let shutdown = CancellationToken::new();
         let identity = manager.identity();
         let metrics = Arc::new(Metrics::new(&identity.metrics_prefix()));
-        let ctx = Arc::new(Context::new(
-            client.clone(),
-            &identity.manager(),
-            metrics,
-            None,
-        ));
+        let mut ctx = Context::new(client.clone(), &identity.manager(), metrics, None);
+        ctx.state = manager.state.clone();
+        let ctx = Arc::new(ctx);
         let stop = shutdown.clone();
         let controllers = tokio::spawn(async move { manager.run_controllers(ctx, stop).await });
         Some(Env {

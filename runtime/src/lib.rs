@@ -50,7 +50,7 @@ pub mod webhook;
 
 pub use children::{Desired, Observed};
 pub use config::Config;
-pub use context::Context;
+pub use context::{Context, State};
 pub use error::{Error, Result, Retry};
 pub use identity::Identity;
 pub use manager::{Manager, Start};

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::{
-    Context, Error, Identity, Result, config::Config, leader, metrics::Metrics, server, telemetry,
-    tls,
+    Context, Error, Identity, Result, State, config::Config, leader, metrics::Metrics, server,
+    telemetry, tls,
 };
 
 /// A controller's entry point: runs it until the token is cancelled, then drains it.
@@ -36,6 +36,7 @@ pub type Start = fn(Arc<Context>, CancellationToken) -> BoxFuture<'static, ()>;
 pub struct Manager {
     identity: Identity,
     controllers: Vec<Start>,
+    pub(crate) state: State,
     #[cfg(feature = "webhooks")]
     webhooks: crate::webhook::Webhooks,
 }
@@ -46,6 +47,7 @@ impl Manager {
         Self {
             identity: Identity::new(name, domain),
             controllers: Vec::new(),
+            state: State::default(),
             #[cfg(feature = "webhooks")]
             webhooks: crate::webhook::Webhooks::default(),
         }
@@ -62,11 +64,19 @@ impl Manager {
         self
     }
 
+    /// Hands `value` to every reconcile and webhook, as [`Context::state`]: what the project's
+    /// code needs beside the cluster client (a client of a cloud API that `cleanup` calls,
+    /// settings from the project's own flags). One value per type.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
     /// Adds admission webhooks (each a function giving its routes) and conversions to serve.
     #[cfg(feature = "webhooks")]
     pub fn webhooks(
         mut self,
-        routes: &[fn() -> axum::Router],
+        routes: &[fn() -> crate::webhook::Routes],
         conversions: &[fn() -> Box<dyn crate::webhook::Convert>],
     ) -> Self {
         self.webhooks.routes.extend_from_slice(routes);
@@ -85,6 +95,7 @@ impl Manager {
             config.watch_namespace(),
         );
         ctx.concurrency = config.max_concurrent_reconciles;
+        ctx.state = self.state.clone();
         ctx
     }
 
@@ -144,7 +155,7 @@ impl Manager {
         #[cfg(feature = "webhooks")]
         let webhook_server = webhook_server.map(|(listener, tls)| {
             let health = state.certificate_health();
-            let router = self.webhooks.router();
+            let router = self.webhooks.router(ctx.clone());
             tokio::spawn(tls::serve(listener, router, tls, health, shutdown.clone()))
         });
 

@@ -79,7 +79,8 @@ pub async fn run<K, F, Fut>(
                 async move {
                     let _timer = observer.ctx.metrics.reconcile_started(observer.name);
                     let uid = object.uid().unwrap_or_default();
-                    let action = reconcile(object, observer.ctx.clone()).await?;
+                    let action =
+                        crate::error::recover(reconcile(object, observer.ctx.clone())).await?;
                     observer.backoff.forget(&uid);
                     Ok::<_, Error>(action)
                 }

@@ -177,6 +177,64 @@ impl ApiServer {
         self.seen.last().expect("just pushed")
     }
 
+    /// Answers every request with `answer` (events with 201) until one that `last` picks,
+    /// which it returns: for code whose requests a test does not pin down, such as a
+    /// `cleanup` that reads the cluster or publishes events of its own.
+    pub async fn serve_until(
+        &mut self,
+        last: impl Fn(&Recorded) -> bool,
+        answer: impl Fn(&Recorded) -> Value,
+    ) -> &Recorded {
+        loop {
+            let next = match self.waiting.take() {
+                Some(waiting) => Some(waiting),
+                None => self.next("a request").await,
+            };
+            let Some((recorded, send)) = next else {
+                panic!("the client sent no more requests")
+            };
+            if is_event(&recorded.method, &recorded.path) {
+                respond(send, StatusCode::CREATED, &json!({}));
+                self.early_events.push(recorded);
+                continue;
+            }
+            respond(send, StatusCode::OK, &answer(&recorded));
+            self.seen.push(recorded);
+            let recorded = self.seen.last().expect("just pushed");
+            if last(recorded) {
+                return self.seen.last().expect("just pushed");
+            }
+        }
+    }
+
+    /// Waits for an event with `reason` on the collection `path`, taking the other events
+    /// sent so far with it; returns the event.
+    pub async fn expect_event(&mut self, path: &str, reason: &str) -> &Recorded {
+        loop {
+            if let Some(index) = (self.early_events.iter())
+                .position(|e| e.path == path && e.body["reason"] == reason)
+            {
+                let event = self.early_events.remove(index);
+                self.seen.append(&mut self.early_events);
+                self.seen.push(event);
+                return self.seen.last().expect("just pushed");
+            }
+            let Some((recorded, send)) = self.next(reason).await else {
+                panic!("expected a {reason} event, but the client sent no more requests")
+            };
+            if is_event(&recorded.method, &recorded.path) {
+                respond(send, StatusCode::CREATED, &json!({}));
+                self.early_events.push(recorded);
+            } else {
+                assert!(
+                    self.waiting.is_none(),
+                    "expected a {reason} event, but the client sent {recorded:?} and more"
+                );
+                self.waiting = Some((recorded, send));
+            }
+        }
+    }
+
     /// Answers a request with a Kubernetes `Status` error, as the API server does.
     pub async fn expect_error(
         &mut self,
@@ -601,16 +659,27 @@ pub async fn deletion_is_released<K: Reconcile>(object: K) {
     let mut released = object.clone();
     released.finalizers_mut().clear();
     let reply = serde_json::to_value(&released).expect("serializes");
+    let object_json = serde_json::to_value(&object).expect("serializes");
     let scenario = async move {
         if K::FINALIZER.is_some() {
-            let request = server
-                .expect(Method::PATCH, &object_path, StatusCode::OK, reply)
-                .await;
-            assert_eq!(request.body["metadata"]["finalizers"], json!([]));
-            let event = server
-                .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
-                .await;
-            assert_eq!(event.body["reason"], "CleanedUp");
+            // Whatever cleanup asks first is answered: the object for the object (and its
+            // status), what was sent for anything else.
+            let releases = |r: &Recorded| {
+                r.method == Method::PATCH
+                    && r.path == object_path
+                    && r.body["metadata"]["finalizers"] == json!([])
+            };
+            let answer = |r: &Recorded| {
+                if releases(r) {
+                    reply.clone()
+                } else if r.path == object_path || r.path == format!("{object_path}/status") {
+                    object_json.clone()
+                } else {
+                    r.body.clone()
+                }
+            };
+            server.serve_until(releases, answer).await;
+            server.expect_event(&events, "CleanedUp").await;
         }
         server
     };

@@ -348,7 +348,7 @@ pub async fn reconcile<K: Reconcile>(object: Arc<K>, shared: Arc<Shared<K>>) -> 
         if let Some(finalizer) = K::FINALIZER
             && object.finalizers().iter().any(|f| f == finalizer)
         {
-            object.cleanup(ctx).await?;
+            crate::error::recover(object.cleanup(ctx)).await?;
             remove_finalizer(&api, &*object, finalizer).await?;
             publish(
                 ctx,
@@ -372,7 +372,7 @@ pub async fn reconcile<K: Reconcile>(object: Arc<K>, shared: Arc<Shared<K>>) -> 
         .uid()
         .ok_or(Error::MissingObjectKey("metadata.uid"))?;
     let observed = Observed::new(&shared.caches, uid.clone());
-    let mut outcome = match object.desired(ctx, &observed).await {
+    let mut outcome = match crate::error::recover(object.desired(ctx, &observed)).await {
         Ok(desired) => apply::apply_children(&*object, &desired, &status, &shared)
             .await
             .map(|()| desired),

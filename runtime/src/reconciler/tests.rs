@@ -52,6 +52,9 @@ impl Reconcile for Thing {
         if self.spec.value == "invalid" {
             return Err(Error::InvalidSpec("value may not be `invalid`".into()));
         }
+        if self.spec.value == "panic" {
+            panic!("the user's code panicked");
+        }
         Desired::new().child(ConfigMap {
             metadata: ObjectMeta {
                 name: Some(self.name_any()),
@@ -437,4 +440,32 @@ async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
         Action::await_change(),
         "invalid input waits for a change"
     );
+}
+
+/// A panic in the user's code is that object's error (Ready=False, an event, backoff), not the
+/// end of the manager.
+#[tokio::test]
+async fn a_panic_in_desired_is_an_error_of_that_object() {
+    let object = converged(&thing("panic"));
+    let json = serde_json::to_value(&object).expect("serializes");
+    let (shared, mut server) = mock_shared::<Thing>(NONE);
+    let status_path = format!("{}/status", path_of(&object));
+    let events = events_path(&object);
+    let scenario = async move {
+        let request = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, json)
+            .await;
+        let ready = &request.body["status"]["conditions"][0];
+        assert_eq!(
+            (&ready["status"], &ready["reason"]),
+            (&json!("False"), &json!("ReconcilePanic"))
+        );
+        assert_eq!(ready["message"], "panicked: the user's code panicked");
+        server.expect_event(&events, "ReconcilePanic").await;
+        server
+    };
+    let (result, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    let error = result.expect_err("a panic is an error");
+    assert_eq!(error.retry(), Retry::Backoff);
+    assert_eq!(error.metric_label(), "panic");
 }

@@ -1,0 +1,172 @@
+use serde_json::{Value, json};
+
+use super::conversion::{Conversion, Convert, convert};
+
+/// Two versions of a test kind: `size` is a number in v2 (the hub) and text in v1.
+mod versions {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    pub mod v1 {
+        use super::*;
+
+        #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+        #[kube(
+            group = "test.example.com",
+            version = "v1",
+            kind = "Widget",
+            namespaced
+        )]
+        pub struct WidgetSpec {
+            pub size: String,
+        }
+    }
+
+    pub mod v2 {
+        use super::*;
+
+        #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+        #[kube(
+            group = "test.example.com",
+            version = "v2",
+            kind = "Widget",
+            namespaced
+        )]
+        pub struct WidgetSpec {
+            pub size: i64,
+        }
+    }
+
+    /// Text that is no number cannot be converted: the review fails, saying why.
+    impl TryFrom<v1::Widget> for v2::Widget {
+        type Error = String;
+
+        fn try_from(spoke: v1::Widget) -> Result<Self, String> {
+            // A partial object's size is the zero value, "".
+            let size = match spoke.spec.size.as_str() {
+                "" => 0,
+                text => (text.parse()).map_err(|_| format!("size {text:?} is not a number"))?,
+            };
+            Ok(Self {
+                metadata: spoke.metadata,
+                spec: v2::WidgetSpec { size },
+            })
+        }
+    }
+
+    impl From<v2::Widget> for v1::Widget {
+        fn from(hub: v2::Widget) -> Self {
+            Self {
+                metadata: hub.metadata,
+                spec: v1::WidgetSpec {
+                    size: hub.spec.size.to_string(),
+                },
+            }
+        }
+    }
+}
+
+fn conversion_review(desired: &str, objects: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "6f2c5d8e", "desiredAPIVersion": desired, "objects": objects},
+    }))
+    .expect("a review")
+}
+
+fn widget(version: &str, size: Value) -> Value {
+    json!({
+        "apiVersion": format!("test.example.com/{version}"),
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default", "uid": "u-1", "labels": {"a": "b"}},
+        "spec": {"size": size},
+    })
+}
+
+fn conversions() -> Vec<Box<dyn Convert>> {
+    vec![Box::new(
+        Conversion::<versions::v2::Widget>::hub().spoke::<versions::v1::Widget>(),
+    )]
+}
+
+#[test]
+fn conversion_goes_through_the_hub_both_ways_and_keeps_metadata() {
+    let body = conversion_review(
+        "test.example.com/v2",
+        json!([widget("v1", json!("3")), widget("v2", json!(4))]),
+    );
+    let review = serde_json::to_value(convert(&body, &conversions())).expect("serializes");
+    let response = &review["response"];
+    assert_eq!(response["uid"], "6f2c5d8e");
+    assert_eq!(response["result"]["status"], "Success", "{response}");
+    assert_eq!(response["convertedObjects"][0], widget("v2", json!(3)));
+    assert_eq!(response["convertedObjects"][1], widget("v2", json!(4)));
+
+    let body = conversion_review("test.example.com/v1", json!([widget("v2", json!(5))]));
+    let review = serde_json::to_value(convert(&body, &conversions())).expect("serializes");
+    assert_eq!(
+        review["response"]["convertedObjects"][0],
+        widget("v1", json!("5"))
+    );
+}
+
+/// Server-side apply's field pruning sends partial objects: `spec` null, no metadata.
+#[test]
+fn partial_objects_convert_with_zero_values_and_the_metadata_they_came_with() {
+    let partial = json!({"apiVersion": "test.example.com/v1", "kind": "Widget", "spec": null});
+    let nameless = json!({
+        "apiVersion": "test.example.com/v2",
+        "kind": "Widget",
+        "metadata": {"annotations": {"kept": "yes"}},
+    });
+    let body = conversion_review("test.example.com/v2", json!([partial]));
+    let review = serde_json::to_value(convert(&body, &conversions())).expect("serializes");
+    let converted = &review["response"]["convertedObjects"][0];
+    assert_eq!(
+        *converted,
+        json!({"apiVersion": "test.example.com/v2", "kind": "Widget", "spec": {"size": 0}}),
+        "{review}"
+    );
+    let body = conversion_review("test.example.com/v1", json!([nameless]));
+    let review = serde_json::to_value(convert(&body, &conversions())).expect("serializes");
+    let converted = &review["response"]["convertedObjects"][0];
+    assert_eq!(converted["spec"], json!({"size": "0"}), "{review}");
+    assert_eq!(
+        converted["metadata"],
+        json!({"annotations": {"kept": "yes"}})
+    );
+}
+
+#[test]
+fn a_conversion_that_cannot_be_done_fails_the_review_naming_the_object() {
+    let cases = [
+        (
+            widget("v3", json!(1)),
+            "Widget has no version test.example.com/v3",
+        ),
+        (
+            widget("v1", json!([])),
+            "converting Widget w to test.example.com/v2",
+        ),
+        (
+            widget("v1", json!("large")),
+            "converting Widget w to test.example.com/v2: size \"large\" is not a number",
+        ),
+        (
+            json!({"apiVersion": "other.example.com/v1", "kind": "Gadget"}),
+            "no conversion for Gadget",
+        ),
+    ];
+    for (object, expected) in cases {
+        let body = conversion_review("test.example.com/v2", json!([object]));
+        let review = serde_json::to_value(convert(&body, &conversions())).expect("serializes");
+        let result = &review["response"]["result"];
+        assert_eq!(result["status"], "Failure", "{review}");
+        let message = result["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{message}");
+    }
+    let review = serde_json::to_value(convert(b"{", &conversions())).expect("serializes");
+    assert_eq!(review["response"]["result"]["status"], "Failure");
+}

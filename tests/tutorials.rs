@@ -1,0 +1,196 @@
+//! The Kubebuilder book's tutorials written with kopgen, as a user would: `init`, `create api`,
+//! the user's types and controller (`tests/fixtures/tutorials/`), `manifests`; then the
+//! project's own checks (fmt, clippy, its scaffolded mocked-API tests) and the tutorial's
+//! behaviour on etcd and kube-apiserver, from a test of the project's own.
+
+mod support;
+
+use std::{path::Path, process::Command};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tutorials");
+
+/// Replaces `scaffolded` with `written` in the project's `file`, which must hold it.
+fn edit(project: &Path, file: &str, scaffolded: &str, written: &str) {
+    let path = project.join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(
+        text.contains(scaffolded),
+        "{scaffolded}\nnot in {file}:\n{text}"
+    );
+    std::fs::write(&path, text.replacen(scaffolded, written, 1)).expect("write");
+}
+
+fn copy(project: &Path, fixture: &str, to: &str) {
+    std::fs::copy(format!("{FIXTURES}/{fixture}"), project.join(to))
+        .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+}
+
+/// Writes the user's `fixture` over the scaffolded `to`, keeping the scaffolded tests (the
+/// `#[cfg(test)]` module at its end), which must pass on the user's code unchanged.
+fn write_keeping_tests(project: &Path, fixture: &str, to: &str) {
+    let path = project.join(to);
+    let scaffolded = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{to}: {e}"));
+    let tests = scaffolded
+        .find("#[cfg(test)]")
+        .map(|start| &scaffolded[start..])
+        .unwrap_or_else(|| panic!("no tests in {to}"));
+    let written = std::fs::read_to_string(format!("{FIXTURES}/{fixture}")).expect("fixture");
+    std::fs::write(&path, format!("{written}\n{tests}")).expect("write");
+}
+
+/// `manifests`, the project's fmt, clippy and tests, then its control-plane test `test`
+/// (`tests/<file>.rs`), which must pass by name.
+fn check(project: &Path, assets: &Path, file: &str, test: &str) {
+    let run = support::run_kopgen(project, &["manifests"]);
+    assert_eq!(run.status, 0, "kopgen manifests:\n{}", run.stderr);
+    support::cargo_ok(project, &["fmt", "--all", "--", "--check"]);
+    support::cargo_ok(
+        project,
+        &["clippy", "--all-targets", "--", "-D", "warnings"],
+    );
+    support::cargo_ok(project, &["test"]);
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--test", file, "--", "--ignored", "--nocapture"])
+        .current_dir(project)
+        .env("KUBEBUILDER_ASSETS", assets)
+        .env("CARGO_TARGET_DIR", support::shared_target_dir())
+        .env("CARGO_INCREMENTAL", "0")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("test {test} ... ok")), "{stdout}");
+}
+
+/// Getting Started: a Memcached's Deployment follows `size` (bounded by the schema), its
+/// Available and Progressing conditions follow the Deployment, and its finalizer's cleanup
+/// runs on deletion.
+#[test]
+fn memcached_of_getting_started_works_on_a_real_control_plane() {
+    let test = "memcached_of_getting_started_works_on_a_real_control_plane";
+    let Some(assets) = support::control_plane_assets() else {
+        support::skip(test, "no control-plane binaries (run .ci/control-plane.sh)");
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("memcached-operator", &[]);
+    let kind = [
+        "--group",
+        "cache",
+        "--version",
+        "v1alpha1",
+        "--kind",
+        "Memcached",
+    ];
+    support::create_api_ok(&project, &kind);
+    edit(
+        &project,
+        "src/api/cache/v1alpha1/memcached.rs",
+        "    /// An example field: the controller copies it into the ConfigMap it manages for each\n    /// Memcached. Replace it with the fields that describe your desired state.\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub foo: Option<String>,\n",
+        "    /// The number of Memcached instances.\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    #[schemars(range(min = 1, max = 3))]\n    pub size: Option<i32>,\n",
+    );
+    edit(
+        &project,
+        "config/samples/cache_v1alpha1_memcached.yaml",
+        "  # TODO(user): Add fields here\n  foo: bar\n",
+        "  size: 1\n",
+    );
+    write_keeping_tests(
+        &project,
+        "memcached_controller.rs",
+        "src/controllers/cache/memcached_controller.rs",
+    );
+    copy(&project, "memcached_test.rs", "tests/memcached.rs");
+    check(
+        &project,
+        &assets,
+        "memcached",
+        "memcached_follows_its_size_and_reports_its_conditions",
+    );
+}
+
+/// The user's webhook code, replacing the scaffold's TODOs: the tutorial's defaults and its
+/// two refusals, with the field at fault.
+const CRONJOB_WEBHOOK_EDITS: &[(&str, &str)] = &[
+    (
+        "use kopgen_runtime::webhook::{\n    self, Defaulter, Denied, Review, Routes, Validator, Verdict, Warnings,\n};\n",
+        "use std::str::FromStr;\n\nuse kopgen_runtime::webhook::{\n    self, Defaulter, Denied, FieldError, Review, Routes, Validator, Verdict, Warnings,\n};\nuse kube::ResourceExt;\n",
+    ),
+    (
+        "use crate::api::batch::v1::CronJob;\n",
+        "use crate::api::batch::v1::{ConcurrencyPolicy, CronJob};\n",
+    ),
+    (
+        "        // TODO(user): fill in defaults, e.g.\n        // self.spec.replicas.get_or_insert(1);\n        let _ = review;\n",
+        "        let _ = review;\n        let spec = &mut self.spec;\n        spec.concurrency_policy\n            .get_or_insert(ConcurrencyPolicy::Allow);\n        spec.suspend.get_or_insert(false);\n        spec.successful_jobs_history_limit.get_or_insert(3);\n        spec.failed_jobs_history_limit.get_or_insert(1);\n",
+    ),
+    (
+        "        // TODO(user): refuse what must not be stored.\n        let _ = review;\n        Ok(Warnings::new())\n",
+        "        let _ = review;\n        let mut errors = Vec::new();\n        // Job names are the CronJob's name and 11 more characters, within 63.\n        let name = self.name_any();\n        if name.len() > 52 {\n            let detail = \"must be no more than 52 characters\";\n            errors.push(FieldError::invalid(\"metadata.name\", &name, detail));\n        }\n        let schedule = &self.spec.schedule;\n        if let Err(error) = cron::Schedule::from_str(schedule) {\n            let detail = error.to_string();\n            errors.push(FieldError::invalid(\"spec.schedule\", schedule, &detail));\n        }\n        match errors.is_empty() {\n            true => Ok(Warnings::new()),\n            false => Err(Denied::invalid(errors)),\n        }\n",
+    ),
+];
+
+/// The CronJob tutorial: Jobs on a schedule (every two seconds), the history pruned to its
+/// limits, suspend, the Forbid and Replace policies, and the defaulting and validating
+/// webhooks.
+#[test]
+fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
+    let test = "cronjob_of_the_tutorial_works_on_a_real_control_plane";
+    let Some(assets) = support::control_plane_assets() else {
+        support::skip(test, "no control-plane binaries (run .ci/control-plane.sh)");
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("cronjob-tutorial", &[]);
+    let kind = ["--group", "batch", "--version", "v1", "--kind", "CronJob"];
+    support::create_api_ok(&project, &kind);
+    let mut webhook = vec!["create", "webhook"];
+    webhook.extend(kind);
+    webhook.extend(["--defaulting", "--programmatic-validation"]);
+    let run = support::run_kopgen(&project, &webhook);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    // The crates the tutorial's Go code gets from robfig/cron and the standard library.
+    edit(
+        &project,
+        "Cargo.toml",
+        "tracing = \"0.1\"\n",
+        "tracing = \"0.1\"\ncron = \"0.15\"\nchrono = { version = \"0.4\", default-features = false, features = [\"clock\", \"std\"] }\n",
+    );
+    edit(
+        &project,
+        "Cargo.toml",
+        "serde_yaml = \"0.9\"\n",
+        "serde_yaml = \"0.9\"\njson-patch = \"4\"\n",
+    );
+    copy(&project, "cronjob_types.rs", "src/api/batch/v1/cron_job.rs");
+    edit(
+        &project,
+        "config/samples/batch_v1_cron_job.yaml",
+        "  # TODO(user): Add fields here\n  foo: bar\n",
+        "  schedule: \"0 */1 * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: hello\n            image: busybox\n            args: [\"date\"]\n",
+    );
+    // With tests of its own: the scaffolded ones check a controller whose children follow from
+    // the spec alone, and a CronJob's follow from the clock.
+    copy(
+        &project,
+        "cronjob_controller.rs",
+        "src/controllers/batch/cron_job_controller.rs",
+    );
+    for (scaffolded, written) in CRONJOB_WEBHOOK_EDITS {
+        edit(
+            &project,
+            "src/webhooks/batch_v1_cron_job.rs",
+            scaffolded,
+            written,
+        );
+    }
+    copy(&project, "cronjob_test.rs", "tests/cronjob.rs");
+    check(
+        &project,
+        &assets,
+        "cronjob",
+        "cronjob_runs_on_schedule_prunes_its_history_and_follows_its_policies",
+    );
+}
