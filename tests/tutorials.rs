@@ -133,8 +133,8 @@ const CRONJOB_WEBHOOK_EDITS: &[(&str, &str)] = &[
 ];
 
 /// The CronJob tutorial: Jobs on a schedule (every two seconds), the history pruned to its
-/// limits, suspend, the Forbid and Replace policies, and the defaulting and validating
-/// webhooks.
+/// limits, suspend, the Forbid and Replace policies, the defaulting and validating webhooks,
+/// and a v2 whose structured schedule converts to and from v1 (failing where v1 holds more).
 #[test]
 fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
     let test = "cronjob_of_the_tutorial_works_on_a_real_control_plane";
@@ -146,9 +146,13 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
     let project = session.init_project("cronjob-tutorial", &[]);
     let kind = ["--group", "batch", "--version", "v1", "--kind", "CronJob"];
     support::create_api_ok(&project, &kind);
+    // The tutorial's second version, converted through v1, the hub.
+    let v2 = ["--group", "batch", "--version", "v2", "--kind", "CronJob"];
+    support::create_api_ok(&project, &[&v2[..], &["--controller=false"]].concat());
     let mut webhook = vec!["create", "webhook"];
     webhook.extend(kind);
     webhook.extend(["--defaulting", "--programmatic-validation"]);
+    webhook.extend(["--conversion", "--spoke", "v2"]);
     let run = support::run_kopgen(&project, &webhook);
     assert_eq!(run.status, 0, "{}", run.stderr);
     // The crates the tutorial's Go code gets from robfig/cron and the standard library.
@@ -165,11 +169,27 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
         "serde_yaml = \"0.9\"\njson-patch = \"4\"\n",
     );
     copy(&project, "cronjob_types.rs", "src/api/batch/v1/cron_job.rs");
+    copy(
+        &project,
+        "cronjob_v2_types.rs",
+        "src/api/batch/v2/cron_job.rs",
+    );
+    write_keeping_tests(
+        &project,
+        "cronjob_conversion.rs",
+        "src/webhooks/batch_v1_cron_job_conversion.rs",
+    );
     edit(
         &project,
         "config/samples/batch_v1_cron_job.yaml",
         "  # TODO(user): Add fields here\n  foo: bar\n",
         "  schedule: \"0 */1 * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: hello\n            image: busybox\n            args: [\"date\"]\n",
+    );
+    edit(
+        &project,
+        "config/samples/batch_v2_cron_job.yaml",
+        "  # TODO(user): Add fields here\n  foo: bar\n",
+        "  schedule:\n    second: \"0\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: hello\n            image: busybox\n            args: [\"date\"]\n",
     );
     // With tests of its own: the scaffolded ones check a controller whose children follow from
     // the spec alone, and a CronJob's follow from the clock.

@@ -490,6 +490,10 @@ fn plan_conversion(
     context.insert("version_modules", &modules.join(", "));
     context.insert("hub", &kind.version);
     context.insert("hub_mod", &kind.version_mod);
+    context.insert(
+        "hub_api_version",
+        &format!("{}/{}", kind.full_group, kind.version),
+    );
     let module = format!(
         "{}_{}_{}",
         kind.group_mod, kind.version_mod, kind.kind_snake
