@@ -6,8 +6,6 @@
 
 mod support;
 
-use std::process::Command;
-
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/controller_api");
 
 #[test]
@@ -63,20 +61,10 @@ fn several_kinds_own_status_pruning_requeue_and_other_namespaces_work_on_a_real_
     );
     // The scaffolded tests (mocked API) still pass on the user's controllers.
     support::cargo_ok(&project, &["test"]);
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--test", "api", "--", "--ignored", "--nocapture"])
-        .current_dir(&project)
-        .env("KUBEBUILDER_ASSETS", &assets)
-        .env("CARGO_TARGET_DIR", support::shared_target_dir())
-        .env("CARGO_INCREMENTAL", "0")
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("test the_whole_api_on_a_real_control_plane ... ok"),
-        "{stdout}"
+    support::project_test_ok(
+        &project,
+        &assets,
+        "api",
+        "the_whole_api_on_a_real_control_plane",
     );
 }

@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tutorials");
 
@@ -49,19 +49,7 @@ fn check(project: &Path, assets: &Path, file: &str, test: &str) {
         &["clippy", "--all-targets", "--", "-D", "warnings"],
     );
     support::cargo_ok(project, &["test"]);
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--test", file, "--", "--ignored", "--nocapture"])
-        .current_dir(project)
-        .env("KUBEBUILDER_ASSETS", assets)
-        .env("CARGO_TARGET_DIR", support::shared_target_dir())
-        .env("CARGO_INCREMENTAL", "0")
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains(&format!("test {test} ... ok")), "{stdout}");
+    support::project_test_ok(project, assets, file, test);
 }
 
 /// Getting Started: a Memcached's Deployment follows `size` (bounded by the schema), its

@@ -83,6 +83,26 @@ impl Env {
     }
 }
 
+/// Asks `check` every 200 ms until it gives a value, and returns it; panics saying `what` did
+/// not happen if it has not within [`CONVERGE`]. For a test's own scenarios on [`Env`]:
+/// `check` reads the cluster and returns `None` until what it waits for is there.
+pub async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    check: impl Fn() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {CONVERGE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Applies every CRD of `dir` and waits until each is established.
 async fn install_crds(client: &Client, dir: &Path) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

@@ -211,6 +211,25 @@ pub fn shared_target_dir() -> PathBuf {
     home.join(".cache/kopgen/target")
 }
 
+/// Runs a generated project's own control-plane test `test` (in `tests/<file>.rs`, ignored
+/// unless asked: it needs the binaries of `assets`) and asserts that it passed, by name.
+pub fn project_test_ok(project: &Path, assets: &Path, file: &str, test: &str) {
+    own_version(project);
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--test", file, "--", "--ignored", "--nocapture"])
+        .current_dir(project)
+        .env("KUBEBUILDER_ASSETS", assets)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .env("CARGO_INCREMENTAL", "0")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("test {test} ... ok")), "{stdout}");
+}
+
 /// Runs `cargo args...` inside a generated project with the shared target directory.
 pub fn cargo(project: &Path, args: &[&str]) -> Output {
     own_version(project);
