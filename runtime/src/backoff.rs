@@ -14,6 +14,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+use kube::{Resource, ResourceExt, runtime::controller::Action};
+use tracing::warn;
+
+use crate::{Error, error::Retry, metrics::Metrics};
+
 /// UID → (failures so far, time of the last one).
 type Failures = HashMap<String, (u32, Instant)>;
 
@@ -29,6 +34,36 @@ pub struct Backoff {
 impl Default for Backoff {
     fn default() -> Self {
         Self::new(Duration::from_secs(1), Duration::from_secs(300))
+    }
+}
+
+impl Backoff {
+    /// What every controller (of the project's kinds and of built-in ones) does once a
+    /// reconcile of `object` failed with `error`: logs and counts it, then requeues by the
+    /// error's class ([`Error::retry`]): after this object's next backoff delay, after a fixed
+    /// delay, or at its next change.
+    pub(crate) fn requeue_after_failure<K: Resource>(
+        &self,
+        controller: &str,
+        object: &K,
+        error: &Error,
+        metrics: &Metrics,
+    ) -> Action {
+        metrics.reconcile_failed(controller, error);
+        let retry = error.retry();
+        warn!(
+            controller,
+            name = %object.name_any(),
+            namespace = object.namespace().unwrap_or_default(),
+            %error,
+            ?retry,
+            "reconcile failed"
+        );
+        match retry {
+            Retry::Backoff => Action::requeue(self.next_delay(&object.uid().unwrap_or_default())),
+            Retry::After(delay) => Action::requeue(delay),
+            Retry::OnChange => Action::await_change(),
+        }
     }
 }
 

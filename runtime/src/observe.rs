@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::{Context, Error, Result, backoff::Backoff, error::Retry, reconciler::KindScope, watch};
+use crate::{Context, Error, Result, backoff::Backoff, reconciler::KindScope, watch};
 
 /// Runs the controller `name` of `K` until `shutdown` is cancelled and in-flight reconciles
 /// have finished: `reconcile` is called for every object on each change (and when the action
@@ -117,19 +117,9 @@ struct Observer {
 }
 
 impl Observer {
-    /// Requeues a failed object by its error's class.
+    /// Requeues a failed object by its error's class, as every controller does.
     fn error_policy<K: Resource>(&self, object: &K, error: &Error) -> Action {
-        let retry = error.retry();
-        let name = object.name_any();
-        warn!(controller = self.name, %name, %error, ?retry, "reconcile failed");
-        self.ctx.metrics.reconcile_failed(self.name, error);
-        match retry {
-            Retry::Backoff => {
-                Action::requeue(self.backoff.next_delay(&object.uid().unwrap_or_default()))
-            }
-            Retry::After(delay) => Action::requeue(delay),
-            Retry::OnChange => Action::await_change(),
-        }
+        (self.backoff).requeue_after_failure(self.name, object, error, &self.ctx.metrics)
     }
 }
 

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::error::Retry;
 use crate::testing::{
     applied_children, child_path, converged, converges_and_is_idempotent, converse,
     deletion_is_released, drift_is_repaired, events_path, mock_shared, object_from_sample, path_of,

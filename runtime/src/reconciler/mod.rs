@@ -67,7 +67,6 @@ use crate::{
     Context, Error, Result,
     backoff::Backoff,
     children::{self, Caches, Children, Desired, Observed},
-    error::Retry,
     recent::Recent,
     watch,
 };
@@ -399,23 +398,8 @@ pub async fn reconcile<K: Reconcile>(object: Arc<K>, shared: Arc<Shared<K>>) -> 
 /// Requeues a failed object by its error's class: exponential backoff for transient errors,
 /// the maximum for missing permissions, none for invalid input until the object changes.
 pub fn error_policy<K: Reconcile>(object: Arc<K>, error: &Error, shared: Arc<Shared<K>>) -> Action {
-    let ctx = &shared.ctx;
-    ctx.metrics.reconcile_failed(K::CONTROLLER, error);
-    let retry = error.retry();
-    warn!(
-        controller = K::CONTROLLER,
-        name = %object.name_any(),
-        namespace = object.namespace().unwrap_or_default(),
-        %error,
-        ?retry,
-        "reconcile failed"
-    );
-    let uid = object.uid().unwrap_or_default();
-    match retry {
-        Retry::Backoff => Action::requeue(shared.backoff.next_delay(&uid)),
-        Retry::After(delay) => Action::requeue(delay),
-        Retry::OnChange => Action::await_change(),
-    }
+    let metrics = &shared.ctx.metrics;
+    (shared.backoff).requeue_after_failure(K::CONTROLLER, &*object, error, metrics)
 }
 
 async fn add_finalizer<K: Reconcile>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()> {

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::error::Retry;
 use crate::{
     children::owner_of,
     testing::{
