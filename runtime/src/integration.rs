@@ -16,9 +16,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Context, Manager,
+    Manager,
     envtest::{self, ControlPlane},
-    metrics::Metrics,
 };
 
 /// How long a sample may take to become Ready, and to go away once deleted.
@@ -55,11 +54,7 @@ impl Env {
         let client = Client::try_from(config).expect("a client");
         install_crds(&client, crds).await;
         let shutdown = CancellationToken::new();
-        let identity = manager.identity();
-        let metrics = Arc::new(Metrics::new(&identity.metrics_prefix()));
-        let mut ctx = Context::new(client.clone(), &identity.manager(), metrics, None);
-        ctx.state = manager.state.clone();
-        let ctx = Arc::new(ctx);
+        let ctx = Arc::new(manager.context_watching(client.clone(), None));
         let stop = shutdown.clone();
         let controllers = tokio::spawn(async move { manager.run_controllers(ctx, stop).await });
         Some(Env {

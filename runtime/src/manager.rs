@@ -36,7 +36,7 @@ pub type Start = fn(Arc<Context>, CancellationToken) -> BoxFuture<'static, ()>;
 pub struct Manager {
     identity: Identity,
     controllers: Vec<Start>,
-    pub(crate) state: State,
+    state: State,
     #[cfg(feature = "webhooks")]
     webhooks: crate::webhook::Webhooks,
 }
@@ -87,14 +87,16 @@ impl Manager {
     /// A context for this manager's controllers: what [`Manager::run`] hands them, for tests
     /// that run the controllers themselves (see [`Manager::run_controllers`]).
     pub fn context(&self, client: Client, config: &Config) -> Context {
-        let metrics = Arc::new(Metrics::new(&self.identity.metrics_prefix()));
-        let mut ctx = Context::new(
-            client,
-            &self.identity.manager(),
-            metrics,
-            config.watch_namespace(),
-        );
+        let mut ctx = self.context_watching(client, config.watch_namespace());
         ctx.concurrency = config.max_concurrent_reconciles;
+        ctx
+    }
+
+    /// This manager's context (its name, metrics and state) watching `namespace`, or every
+    /// namespace with `None`.
+    pub(crate) fn context_watching(&self, client: Client, namespace: Option<String>) -> Context {
+        let metrics = Arc::new(Metrics::new(&self.identity.metrics_prefix()));
+        let mut ctx = Context::new(client, &self.identity.manager(), metrics, namespace);
         ctx.state = self.state.clone();
         ctx
     }

@@ -119,6 +119,25 @@ impl ApiServer {
         Some((recorded, send))
     }
 
+    /// The next request that is not an event (the one set aside first, if any); events that
+    /// come before it are answered and kept for [`ApiServer::expect`] and `expect_event`.
+    async fn next_request(&mut self, expected: &str) -> (Recorded, SendResponse) {
+        loop {
+            let next = match self.waiting.take() {
+                Some(waiting) => Some(waiting),
+                None => self.next(expected).await,
+            };
+            let Some((recorded, send)) = next else {
+                panic!("expected {expected}, but the client sent no more requests")
+            };
+            if !is_event(&recorded.method, &recorded.path) {
+                return (recorded, send);
+            }
+            respond(send, StatusCode::CREATED, &json!({}));
+            self.early_events.push(recorded);
+        }
+    }
+
     /// Waits for the next request, asserts its method and path, and answers with `status`
     /// and `body`. Events are matched in whatever order they come.
     pub async fn expect(
@@ -152,21 +171,7 @@ impl ApiServer {
                 self.waiting = Some((recorded, send));
             }
         }
-        let (recorded, send) = loop {
-            let next = match self.waiting.take() {
-                Some(waiting) => Some(waiting),
-                None => self.next(&expected).await,
-            };
-            let Some((recorded, send)) = next else {
-                panic!("expected {expected}, but the client sent no more requests")
-            };
-            if is_event(&recorded.method, &recorded.path) {
-                respond(send, StatusCode::CREATED, &json!({}));
-                self.early_events.push(recorded);
-                continue;
-            }
-            break (recorded, send);
-        };
+        let (recorded, send) = self.next_request(&expected).await;
         assert_eq!(
             (&recorded.method, recorded.path.as_str()),
             (&method, path),
@@ -186,18 +191,7 @@ impl ApiServer {
         answer: impl Fn(&Recorded) -> Value,
     ) -> &Recorded {
         loop {
-            let next = match self.waiting.take() {
-                Some(waiting) => Some(waiting),
-                None => self.next("a request").await,
-            };
-            let Some((recorded, send)) = next else {
-                panic!("the client sent no more requests")
-            };
-            if is_event(&recorded.method, &recorded.path) {
-                respond(send, StatusCode::CREATED, &json!({}));
-                self.early_events.push(recorded);
-                continue;
-            }
+            let (recorded, send) = self.next_request("a request").await;
             respond(send, StatusCode::OK, &answer(&recorded));
             self.seen.push(recorded);
             let recorded = self.seen.last().expect("just pushed");

@@ -332,8 +332,10 @@ fn refuse<K: Admitted>(
     denied: Denied,
     name: &str,
 ) -> AdmissionResponse {
-    let mut response = with_warnings(response, denied.warnings.clone()).deny(&denied.message);
-    response.result = denied.status::<K>(name);
+    let result = denied.status::<K>(name);
+    let mut response = with_warnings(response, denied.warnings);
+    response.allowed = false;
+    response.result = result;
     response
 }
 
