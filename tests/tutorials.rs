@@ -38,9 +38,9 @@ fn write_keeping_tests(project: &Path, fixture: &str, to: &str) {
     std::fs::write(&path, format!("{written}\n{tests}")).expect("write");
 }
 
-/// `manifests`, the project's fmt, clippy and tests, then its control-plane test `test`
-/// (`tests/<file>.rs`), which must pass by name.
-fn check(project: &Path, assets: &Path, file: &str, test: &str) {
+/// `manifests`, the project's fmt and clippy, then its tests, among them its control-plane test
+/// `test`, which must pass by name.
+fn check(project: &Path, assets: &Path, test: &str) {
     let run = support::run_kopgen(project, &["manifests"]);
     assert_eq!(run.status, 0, "kopgen manifests:\n{}", run.stderr);
     support::cargo_ok(project, &["fmt", "--all", "--", "--check"]);
@@ -48,8 +48,7 @@ fn check(project: &Path, assets: &Path, file: &str, test: &str) {
         project,
         &["clippy", "--all-targets", "--", "-D", "warnings"],
     );
-    support::cargo_ok(project, &["test"]);
-    support::project_test_ok(project, assets, file, test);
+    support::project_tests_ok(project, assets, test);
 }
 
 /// Getting Started: a Memcached's Deployment follows `size` (bounded by the schema), its
@@ -94,7 +93,6 @@ fn memcached_of_getting_started_works_on_a_real_control_plane() {
     check(
         &project,
         &assets,
-        "memcached",
         "memcached_follows_its_size_and_reports_its_conditions",
     );
 }
@@ -198,7 +196,6 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
     check(
         &project,
         &assets,
-        "cronjob",
         "cronjob_runs_on_schedule_prunes_its_history_and_follows_its_policies",
     );
 }
