@@ -366,12 +366,12 @@ const CONVERSION_EDITS: &[(&str, &str, &str)] = &[
     ),
     (
         "src/webhooks/apps_v1_blog_conversion.rs",
-        "            spec: same_fields(spoke.spec),\n",
+        "            spec: same_fields(spoke.spec)?,\n",
         "            spec: v1::BlogSpec {\n                foo: spoke.spec.legacy_foo,\n            },\n",
     ),
     (
         "src/webhooks/apps_v1_blog_conversion.rs",
-        "            spec: same_fields(hub.spec),\n",
+        "            spec: same_fields(hub.spec)?,\n",
         "            spec: v1alpha1::BlogSpec {\n                legacy_foo: hub.spec.foo,\n            },\n",
     ),
 ];

@@ -1,7 +1,10 @@
 //! Per-object exponential backoff for failed reconciles.
 //!
-//! A failing object is retried after 1s, 2s, 4s, ... up to five minutes, like controller-runtime's
-//! default rate limiter; one success resets it. Each controller has its own table, keyed by the
+//! A failing object is retried after 1s, 2s, 4s, ... up to five minutes, each up to 10% longer
+//! (drawn per object, so that objects that failed together do not retry together); one success
+//! resets it. Like controller-runtime's default rate limiter, retries of all objects together
+//! are also held to 10 per second with bursts of 100: after an outage, thousands of failed
+//! objects come back as a stream, not a wave. Each controller has its own table, keyed by the
 //! object's UID, so a failing object never slows down another, not even one of another kind
 //! with the same name, and a deleted and recreated object starts afresh. Entries of objects
 //! that stopped failing without a success (deleted ones) are dropped once they are older than
@@ -23,12 +26,40 @@ use crate::{Error, error::Retry, metrics::Metrics};
 type Failures = HashMap<String, (u32, Instant)>;
 
 /// Exponential delays per object (by UID): doubling from `base` up to `max` for each failure
-/// in a row, forgotten on success.
+/// in a row, forgotten on success, and no more retries than the overall rate allows.
 pub struct Backoff {
     base: Duration,
     max: Duration,
     /// The failures on record, and when stale entries were last dropped.
     failures: Mutex<(Failures, Option<Instant>)>,
+    overall: Mutex<Bucket>,
+}
+
+/// A token bucket as golang.org/x/time/rate's (which controller-runtime's overall limit is):
+/// `rate` tokens a second up to `burst`; each retry takes one, and when none is left it waits
+/// for the one it reserved (the count goes below zero).
+struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    at: Option<Instant>,
+}
+
+impl Bucket {
+    /// How long the next retry must wait for its token.
+    fn reserve(&mut self, now: Instant) -> Duration {
+        let elapsed = self
+            .at
+            .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+        self.tokens = (self.tokens + elapsed.as_secs_f64() * self.rate).min(self.burst);
+        self.at = Some(now);
+        self.tokens -= 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.rate)
+        }
+    }
 }
 
 impl Default for Backoff {
@@ -60,7 +91,13 @@ impl Backoff {
             "reconcile failed"
         );
         match retry {
-            Retry::Backoff => Action::requeue(self.next_delay(&object.uid().unwrap_or_default())),
+            Retry::Backoff => {
+                let uid = object.uid().unwrap_or_default();
+                let own = crate::reconciler::jittered(self.next_delay(&uid), &uid);
+                let overall = (self.overall.lock())
+                    .map_or(Duration::ZERO, |mut bucket| bucket.reserve(Instant::now()));
+                Action::requeue(own.max(overall))
+            }
             Retry::After(delay) => Action::requeue(delay),
             Retry::OnChange => Action::await_change(),
         }
@@ -74,6 +111,12 @@ impl Backoff {
             base,
             max,
             failures: Mutex::default(),
+            overall: Mutex::new(Bucket {
+                rate: 10.0,
+                burst: 100.0,
+                tokens: 100.0,
+                at: None,
+            }),
         }
     }
 
@@ -110,17 +153,13 @@ impl Backoff {
     }
 
     /// How many objects have failures on record.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.failures
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .0
             .len()
-    }
-
-    /// Whether no failure is on record.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -140,6 +179,27 @@ mod tests {
         );
         backoff.forget("uid-a");
         assert_eq!(backoff.next_delay("uid-a"), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn retries_of_all_objects_are_held_to_ten_a_second_after_a_burst_of_a_hundred() {
+        let mut bucket = Bucket {
+            rate: 10.0,
+            burst: 100.0,
+            tokens: 100.0,
+            at: None,
+        };
+        let now = Instant::now();
+        let delays: Vec<Duration> = (0..120).map(|_| bucket.reserve(now)).collect();
+        assert!(delays[..100].iter().all(Duration::is_zero), "the burst");
+        assert_eq!(delays[100], Duration::from_millis(100));
+        assert_eq!(
+            delays[119],
+            Duration::from_secs(2),
+            "one every 100 ms after it"
+        );
+        let later = now + Duration::from_secs(60);
+        assert_eq!(bucket.reserve(later), Duration::ZERO, "refilled meanwhile");
     }
 
     #[test]

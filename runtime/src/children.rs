@@ -1,28 +1,22 @@
 //! The children of a kind: which kinds they are ([`Children`], a tuple such as
 //! `(Deployment, Service)`), what an object asks for ([`Desired`]) and what it has
-//! ([`Observed`]). Each child kind has its own caches, filled by a label-selected watch; behind
-//! them the reconciler handles every kind with one code path, on JSON, so that a second or
-//! third kind costs a watch and nothing else.
+//! ([`Observed`]). Each child kind has its own caches, filled by a
+//! label-selected watch; behind them the reconciler handles every kind with one code path, on
+//! JSON, so that a second or third kind costs a watch and nothing else.
 
-use std::{any::TypeId, fmt::Debug, sync::Arc, time::Duration};
+use std::{any::TypeId, fmt::Debug, time::Duration};
 
-use futures::{FutureExt, StreamExt, TryStreamExt, future::BoxFuture, stream::BoxStream};
-use k8s_openapi::{NamespaceResourceScope, apimachinery::pkg::apis::meta::v1::OwnerReference};
+use k8s_openapi::NamespaceResourceScope;
 use kube::{
-    Api, Resource, ResourceExt,
+    Resource,
     api::{ApiResource, DynamicObject},
-    core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, ObjectRef, Store},
-        watcher,
-    },
+    core::object::HasStatus,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
-use tracing::warn;
 
-use crate::{Context, Error, Result, reconciler::Reconcile, watch};
+pub(crate) use crate::caches::{Cache, Caches, is_controlled_by};
+use crate::{Context, Error, Result, caches::Watched, reconciler::Reconcile, sync::WatchErrors};
 
 /// What a child kind must be: a namespaced Kubernetes type (a k8s-openapi one, or a custom
 /// resource's).
@@ -51,7 +45,8 @@ impl<C> Child for C where
 }
 
 /// The kinds of a controller's children, as a tuple: `(ConfigMap,)`, `(Deployment, Service)`,
-/// up to six kinds. Implemented for tuples of [`Child`] types only.
+/// up to six kinds, or `()` for a controller that creates none. Implemented for tuples of
+/// [`Child`] types only.
 pub trait Children: Send + Sync + 'static {
     /// Each kind, type-erased; the reconciler's business.
     #[doc(hidden)]
@@ -67,6 +62,11 @@ macro_rules! children {
         }
     };
 }
+impl Children for () {
+    fn kinds() -> Vec<ChildKind> {
+        Vec::new()
+    }
+}
 children!(A);
 children!(A, B);
 children!(A, B, C);
@@ -77,12 +77,12 @@ children!(A, B, C, D, E, F);
 /// One kind of child, its type erased: how to watch it and where it is cached.
 #[doc(hidden)]
 pub struct ChildKind {
-    type_id: TypeId,
+    pub(crate) type_id: TypeId,
     #[cfg(any(test, feature = "testing"))]
-    resource: ApiResource,
-    watch: fn(&Context, Option<&str>) -> Watched,
+    pub(crate) resource: ApiResource,
+    pub(crate) watch: fn(&Context, Option<&str>, WatchErrors) -> Watched,
     #[cfg(any(test, feature = "testing"))]
-    filled: fn(Vec<Value>, Vec<Value>) -> Arc<dyn Cache>,
+    pub(crate) filled: fn(Vec<Value>, Vec<Value>) -> std::sync::Arc<dyn Cache>,
 }
 
 impl ChildKind {
@@ -91,289 +91,20 @@ impl ChildKind {
             type_id: TypeId::of::<C>(),
             #[cfg(any(test, feature = "testing"))]
             resource: ApiResource::erase::<C>(&()),
-            watch: watched::<C>,
+            watch: crate::caches::watched::<C>,
             #[cfg(any(test, feature = "testing"))]
-            filled: filled::<C>,
+            filled: crate::caches::filled::<C>,
         }
     }
 }
 
-/// A child kind's caches, and the owners its watch says should be looked at again.
-pub(crate) struct Watched {
-    pub(crate) caches: Caches,
-    pub(crate) owners: BoxStream<'static, Owner>,
-    /// Keeps the names cache current; runs until the controller stops.
-    pub(crate) names: BoxFuture<'static, ()>,
-}
-
-/// The controller owner of a child that changed, in the child's namespace.
-pub(crate) struct Owner {
-    pub(crate) reference: OwnerReference,
-    pub(crate) namespace: Option<String>,
-}
-
-/// Every child kind's caches, for one controller.
-#[derive(Clone)]
-pub(crate) struct Caches {
-    pub(crate) kinds: Vec<(TypeId, ApiResource, Arc<dyn Cache>)>,
-}
-
-impl Caches {
-    /// The caches of `kinds`, watching them (by this manager's label) in `namespace`, or in
-    /// every namespace.
-    pub(crate) fn watch(
-        kinds: Vec<ChildKind>,
-        ctx: &Context,
-        namespace: Option<&str>,
-    ) -> Vec<Watched> {
-        kinds
-            .into_iter()
-            .map(|kind| (kind.watch)(ctx, namespace))
-            .collect()
-    }
-
-    /// Caches of `kinds` that hold `children` and, as names others hold, `others` (each goes
-    /// to the caches of its `kind`), for tests.
-    #[cfg(any(test, feature = "testing"))]
-    pub(crate) fn filled(kinds: Vec<ChildKind>, children: Vec<Value>, others: Vec<Value>) -> Self {
-        let of = |objects: &[Value], resource: &ApiResource| -> Vec<Value> {
-            let objects = objects.iter().filter(|object| is_of(object, resource));
-            objects.cloned().collect()
-        };
-        let kinds = kinds
-            .into_iter()
-            .map(|kind| {
-                let cache =
-                    (kind.filled)(of(&children, &kind.resource), of(&others, &kind.resource));
-                (kind.type_id, kind.resource, cache)
-            })
-            .collect();
-        Self { kinds }
-    }
-
-    /// The cache of the kind of `child` (by `apiVersion` and `kind`).
-    pub(crate) fn of(&self, child: &Value) -> Option<(&ApiResource, &dyn Cache)> {
-        self.kinds
-            .iter()
-            .find(|(_, resource, _)| is_of(child, resource))
-            .map(|(_, resource, cache)| (resource, &**cache))
-    }
-
-    /// Waits until every cache has had its first list.
-    pub(crate) async fn filled_once(&self) -> Result<()> {
-        for (_, resource, cache) in &self.kinds {
-            cache
-                .ready()
-                .await
-                .map_err(|()| Error::CacheClosed(resource.kind.clone()))?;
-        }
-        Ok(())
-    }
-}
-
-fn is_of(child: &Value, resource: &ApiResource) -> bool {
-    child["apiVersion"] == resource.api_version.as_str() && child["kind"] == resource.kind.as_str()
-}
-
-/// A child kind's two caches, type-erased: its children (labelled as this manager's), and the
-/// names other objects of the kind hold.
-pub(crate) trait Cache: Send + Sync {
-    /// The cached child `namespace/name`, as JSON.
-    fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>>;
-    /// Whether `namespace/name` is held by an object that `uid` does not control.
-    fn taken(&self, namespace: &str, name: &str, uid: &str) -> Result<bool>;
-    /// Every cached child that `uid` controls, as JSON.
-    fn controlled_by(&self, uid: &str) -> Result<Vec<Value>>;
-    /// Resolves once both caches have had their first list; fails if they stopped before.
-    fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>>;
-}
-
-/// The caches of children of kind `C`.
-struct Typed<C: Child> {
-    children: Store<watch::Packed<C>>,
-    names: Store<watch::Packed<PartialObjectMeta<C>>>,
-}
-
-impl<C: Child> Cache for Typed<C> {
-    fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
-        let key = ObjectRef::new(name).within(namespace);
-        let Some(packed) = self.children.get(&key) else {
-            return Ok(None);
-        };
-        // The packed text is the object's JSON: read once, with no typed decode in between.
-        Ok(Some(serde_json::from_str(packed.json())?))
-    }
-
-    fn taken(&self, namespace: &str, name: &str, uid: &str) -> Result<bool> {
-        let key = ObjectRef::new(name).within(namespace);
-        let Some(packed) = self.names.get(&key) else {
-            return Ok(false);
-        };
-        Ok(!is_controlled_by(
-            &serde_json::from_str(packed.json())?,
-            uid,
-        ))
-    }
-
-    fn controlled_by(&self, uid: &str) -> Result<Vec<Value>> {
-        let mut found = Vec::new();
-        // The uid in the text first: decoding every cached child would cost far more.
-        for packed in self.children.state() {
-            if packed.json().contains(uid) {
-                let child: Value = serde_json::from_str(packed.json())?;
-                if is_controlled_by(&child, uid) {
-                    found.push(child);
-                }
-            }
-        }
-        found.sort_by(|a, b| key_of(a).cmp(&key_of(b)));
-        Ok(found)
-    }
-
-    fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>> {
-        async move {
-            self.children.wait_until_ready().await.map_err(|_| ())?;
-            self.names.wait_until_ready().await.map_err(|_| ())
-        }
-        .boxed()
-    }
-}
-
-fn key_of(child: &Value) -> (&str, &str) {
-    let metadata = &child["metadata"];
-    (
-        metadata["namespace"].as_str().unwrap_or_default(),
-        metadata["name"].as_str().unwrap_or_default(),
-    )
-}
-
-/// Whether `uid` is the controller owner of `object` (its JSON).
-pub(crate) fn is_controlled_by(object: &Value, uid: &str) -> bool {
-    (object["metadata"]["ownerReferences"].as_array()).is_some_and(|refs| {
-        refs.iter()
-            .any(|r| r["controller"] == true && r["uid"] == uid)
-    })
-}
-
-/// Watches children of kind `C` labelled as this manager's, and the names of the others.
-fn watched<C: Child>(ctx: &Context, namespace: Option<&str>) -> Watched {
-    let label = format!("{}={}", crate::reconciler::MANAGED_BY, ctx.manager);
-    let (children, mut writer) = reflector::store();
-    let owners = watch::streaming(
-        api_in::<C>(ctx, namespace),
-        watcher::Config::default().labels(&label).any_semantic(),
-    )
-    .default_backoff()
-    .modify(watch::slim)
-    .inspect_ok(move |event| watch::store_packed(&mut writer, event))
-    .touched_objects()
-    .filter_map(|child: std::result::Result<C, watcher::Error>| async move {
-        match child {
-            Ok(child) => owner(&child),
-            Err(error) => {
-                warn!(
-                    kind = %C::kind(&()),
-                    %error,
-                    "watch failed: may the manager list and watch this kind?"
-                );
-                None
-            }
-        }
-    })
-    .boxed();
-    // Names only (metadata, no data) of the other objects of the kind: read before creating a
-    // child, so that none is taken over. An object that gains or loses the label moves between
-    // the two caches (the watches say so).
-    let (names, mut names_writer) = reflector::store();
-    let others = format!("{}!={}", crate::reconciler::MANAGED_BY, ctx.manager);
-    let names_task = watch::streaming(
-        api_in::<PartialObjectMeta<C>>(ctx, namespace),
-        watcher::Config::default().labels(&others).any_semantic(),
-    )
-    .default_backoff()
-    .modify(watch::slim)
-    .inspect_ok(move |event| watch::store_packed(&mut names_writer, event))
-    .for_each(|_| std::future::ready(()))
-    .boxed();
-    Watched {
-        caches: Caches {
-            kinds: vec![(
-                TypeId::of::<C>(),
-                ApiResource::erase::<C>(&()),
-                Arc::new(Typed { children, names }),
-            )],
-        },
-        owners,
-        names: names_task,
-    }
-}
-
-fn api_in<R>(ctx: &Context, namespace: Option<&str>) -> Api<R>
-where
-    R: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
-        None => Api::all(ctx.client.clone()),
-    }
-}
-
-/// The `ObjectRef` of `child`'s controller owner, if that is an object of `K`.
-#[cfg(test)]
-pub(crate) fn owner_of<K: Reconcile, C: Child>(child: &C) -> Option<ObjectRef<K>> {
-    owner(child).and_then(owner_ref::<K>)
-}
-
-#[cfg(test)]
-type Writer<K> = reflector::store::Writer<watch::Packed<K>>;
-
-/// Caches of kind `C` that have not had their first list yet, with their writers, for tests.
-#[cfg(test)]
-pub(crate) fn unfilled<C: Child>() -> (Caches, Writer<C>, Writer<PartialObjectMeta<C>>) {
-    let (children, writer) = reflector::store();
-    let (names, names_writer) = reflector::store();
-    let cache: Arc<dyn Cache> = Arc::new(Typed { children, names });
-    let caches = Caches {
-        kinds: vec![(TypeId::of::<C>(), ApiResource::erase::<C>(&()), cache)],
-    };
-    (caches, writer, names_writer)
-}
-
-fn owner<C: Child>(child: &C) -> Option<Owner> {
-    let reference = child
-        .owner_references()
-        .iter()
-        .find(|owner| owner.controller == Some(true))?
-        .clone();
-    Some(Owner {
-        reference,
-        namespace: child.namespace(),
-    })
-}
-
-/// Caches of kind `C` that hold `children`, and the names of `others`, for tests.
+/// The kind of `child` among `R`'s children (by `apiVersion` and `kind`), for tests.
 #[cfg(any(test, feature = "testing"))]
-fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<dyn Cache> {
-    use kube::core::PartialObjectMetaExt;
-    let decode =
-        |object: Value| -> C { serde_json::from_value(object).expect("an object of its kind") };
-    let children: Vec<C> = children.into_iter().map(decode).collect();
-    let names: Vec<PartialObjectMeta<C>> = (others.into_iter())
-        .map(|other| decode(other).meta().clone().into_request_partial::<C>())
-        .collect();
-    Arc::new(Typed {
-        children: crate::testing::store_of(children),
-        names: crate::testing::store_of(names),
-    })
-}
-
-/// The kind of `child` among `K`'s children (by `apiVersion` and `kind`), for tests.
-#[cfg(any(test, feature = "testing"))]
-pub(crate) fn resource_of<K: Reconcile>(child: &Value) -> Option<ApiResource> {
-    let kinds = K::Children::kinds().into_iter();
+pub(crate) fn resource_of<R: Reconcile>(child: &Value) -> Option<ApiResource> {
+    let kinds = R::Children::kinds().into_iter();
     kinds
         .map(|kind| kind.resource)
-        .find(|resource| is_of(child, resource))
+        .find(|resource| crate::caches::is_of(child, resource))
 }
 
 /// The children an object has now, from the controller's caches (what its watches last saw).
@@ -391,9 +122,8 @@ impl<'a> Observed<'a> {
     /// one of the controller's [`Reconcile::Children`]. Costs a scan of `C`'s cache: call it
     /// when the children that exist matter (a CronJob's Jobs), not for those `desired` names.
     pub fn children<C: Child>(&self) -> Result<Vec<C>> {
-        let (.., cache) = (self.caches.kinds.iter())
-            .find(|(type_id, ..)| *type_id == TypeId::of::<C>())
-            .ok_or_else(|| not_a_child(&C::kind(&())))?;
+        let cache =
+            (self.caches.by_type(TypeId::of::<C>())).ok_or_else(|| not_a_child(&C::kind(&())))?;
         cache
             .controlled_by(&self.uid)?
             .into_iter()
@@ -414,32 +144,35 @@ pub(crate) fn not_a_child(kind: &str) -> Error {
 /// # use kopgen_runtime::{Result, children::Desired};
 /// # use kopgen_runtime::k8s_openapi::api::{apps::v1::Deployment, core::v1::Service};
 /// # use kopgen_runtime::Reconcile;
-/// # fn example<K: Reconcile>(deployment: Deployment, service: Service) -> Result<Desired<K>> {
+/// # fn example<R: Reconcile>(deployment: Deployment, service: Service) -> Result<Desired<R>> {
 /// Ok(Desired::new()
 ///     .child(deployment)?
 ///     .child(service)?
 ///     .requeue_after(std::time::Duration::from_secs(60)))
 /// # }
 /// ```
-pub struct Desired<K: Reconcile> {
+pub struct Desired<R: Reconcile> {
     pub(crate) children: Vec<Value>,
-    pub(crate) status: Option<K::Status>,
+    /// The JSON of the kind's status type.
+    pub(crate) status: Option<Value>,
     pub(crate) requeue_after: Option<Duration>,
     pub(crate) prune: Vec<TypeId>,
+    reconciler: std::marker::PhantomData<fn() -> R>,
 }
 
-impl<K: Reconcile> Default for Desired<K> {
+impl<R: Reconcile> Default for Desired<R> {
     fn default() -> Self {
         Self {
             children: Vec::new(),
             status: None,
             requeue_after: None,
             prune: Vec::new(),
+            reconciler: std::marker::PhantomData,
         }
     }
 }
 
-impl<K: Reconcile> Desired<K> {
+impl<R: Reconcile> Desired<R> {
     /// Nothing yet: no child, no status of the project's own, the hourly resync.
     pub fn new() -> Self {
         Self::default()
@@ -448,7 +181,7 @@ impl<K: Reconcile> Desired<K> {
     /// Asks for `child`, with a name and namespace; the reconciler adds the owner reference and
     /// the `managed-by` label. Its kind must be one of [`Reconcile::Children`].
     pub fn child<C: Child>(mut self, child: C) -> Result<Self> {
-        if !K::Children::kinds()
+        if !R::Children::kinds()
             .iter()
             .any(|kind| kind.type_id == TypeId::of::<C>())
         {
@@ -470,10 +203,15 @@ impl<K: Reconcile> Desired<K> {
 
     /// Status fields of the project's own (a replica count, references, conditions other than
     /// `Ready`): applied with a field manager of their own, so that the reconciler's `Ready`
-    /// and `observedGeneration` never remove them. Written only when they change.
-    pub fn status(mut self, status: K::Status) -> Self {
-        self.status = Some(status);
-        self
+    /// and `observedGeneration` never remove them. Written only when they change; a field no
+    /// longer set is removed. Only for a controller that owns the kind's status
+    /// ([`Reconcile::OWNS_STATUS`]).
+    pub fn status(mut self, status: <R::Kind as HasStatus>::Status) -> Result<Self>
+    where
+        R::Kind: HasStatus<Status: Serialize>,
+    {
+        self.status = Some(serde_json::to_value(status)?);
+        Ok(self)
     }
 
     /// Reconciles again after `delay` although nothing changed (a schedule's next run), or
@@ -496,22 +234,6 @@ impl<K: Reconcile> Desired<K> {
             .filter(|(type_id, ..)| self.prune.contains(type_id))
             .map(|(_, resource, cache)| (resource, &**cache))
             .collect()
-    }
-}
-
-/// The `ObjectRef` of a child's owner, if it is an object of `K`: in the child's namespace for a
-/// namespaced kind, without one for a cluster-scoped kind (kube-rs#293).
-pub(crate) fn owner_ref<K: Reconcile>(owner: Owner) -> Option<ObjectRef<K>> {
-    let group = K::group(&());
-    let reference = &owner.reference;
-    if reference.kind != K::kind(&()) || reference.api_version.split('/').next() != Some(&*group) {
-        return None;
-    }
-    let object = ObjectRef::new(&reference.name);
-    if <K::Scope as crate::reconciler::KindScope>::NAMESPACED {
-        Some(object.within(&owner.namespace?))
-    } else {
-        Some(object)
     }
 }
 

@@ -1,16 +1,19 @@
 //! Command-line flags of the manager, named like controller-runtime's so that a Kubebuilder
 //! user's Deployment args carry over.
 
+use std::time::Duration;
+
 use clap::{Args, ValueEnum};
 
-use crate::Identity;
+use crate::{Error, Identity, Result};
 
 /// The manager's flags, named like controller-runtime's. A project's `main.rs` flattens them
 /// into its own flags (`#[command(flatten)]`), beside flags of its own.
 #[derive(Args, Debug, Clone)]
 pub struct Config {
-    /// Address the `/metrics` endpoint binds to; "0" disables it.
-    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8443")]
+    /// Address the `/metrics` endpoint binds to; "0" disables it. `:8443` is every interface,
+    /// IPv6 and IPv4 (IPv4 alone where the host has no IPv6).
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = ":8443")]
     pub metrics_bind_address: String,
 
     /// Serve `/metrics` over HTTPS to clients whose token may `get` the `/metrics` URL
@@ -32,12 +35,8 @@ pub struct Config {
     #[arg(long, default_value = "tls.key")]
     pub metrics_cert_key: String,
 
-    /// Address the `/healthz` and `/readyz` endpoints bind to.
-    #[arg(
-        long,
-        env = "HEALTH_PROBE_BIND_ADDRESS",
-        default_value = "0.0.0.0:8081"
-    )]
+    /// Address the `/healthz` and `/readyz` endpoints bind to (`:8081`: every interface).
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081")]
     pub health_probe_bind_address: String,
 
     /// Elect a leader through a coordination.k8s.io Lease, so that only one replica reconciles.
@@ -55,6 +54,35 @@ pub struct Config {
     /// Identity of this replica in the Lease; defaults to the pod name.
     #[arg(long, env = "POD_NAME")]
     pub leader_election_identity: Option<String>,
+
+    /// How long followers wait, after they last saw the Lease renewed, before taking it
+    /// (client-go's `LeaseDuration`).
+    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps reconciling without a successful renewal; shorter than the
+    /// lease duration, so that it has stopped before a follower may take over.
+    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// How often every replica tries to take or renew the Lease.
+    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// How long a controller's caches may take to fill when it starts; past it the manager
+    /// exits with the watches' last error (a CRD not installed, a watch RBAC forbids).
+    #[arg(long, default_value = "2m", value_parser = duration)]
+    pub cache_sync_timeout: Duration,
+
+    /// How long one reconcile may take before it fails as a timeout (and is retried with
+    /// backoff): a request to an API server that vanished must not hold a controller.
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub reconcile_timeout: Duration,
+
+    /// How long in-flight reconciles may take to finish on shutdown. Keep it, with the Lease's
+    /// release, under the pod's `terminationGracePeriodSeconds` (10 s in `config/manager`).
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub graceful_shutdown_timeout: Duration,
 
     /// How many objects of one kind are reconciled at once (controller-runtime's
     /// `MaxConcurrentReconciles`); one object is never reconciled twice at the same time.
@@ -130,7 +158,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where and under which identity to take the leader-election Lease.
+/// Where and under which identity to take the leader-election Lease, and its durations.
 #[derive(Debug, Clone)]
 pub struct LeaderElection {
     /// Name of the Lease.
@@ -139,6 +167,13 @@ pub struct LeaderElection {
     pub namespace: String,
     /// This replica's name in the Lease (`holderIdentity`); a random one when `None`.
     pub identity: Option<String>,
+    /// The election's durations.
+    pub timing: crate::leader::Timing,
+}
+
+/// A duration as Go and Kubernetes flags write them: `15s`, `2m`, `1m30s`, `500ms`.
+fn duration(text: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (write e.g. 15s, 2m or 500ms)"))
 }
 
 impl Config {
@@ -164,13 +199,31 @@ impl Config {
         })
     }
 
-    /// Where and as whom this replica takes the Lease.
-    pub fn leader_election(&self, operator: &Identity) -> LeaderElection {
-        LeaderElection {
+    /// Where and as whom this replica takes the Lease; an error if the durations cannot keep
+    /// two leaders apart (client-go's rule: lease duration > renew deadline > retry period).
+    pub fn leader_election(&self, operator: &Identity) -> Result<LeaderElection> {
+        let timing = crate::leader::Timing {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+        };
+        if !(timing.lease_duration > timing.renew_deadline
+            && timing.renew_deadline > timing.retry_period
+            && !timing.retry_period.is_zero())
+        {
+            return Err(Error::Config(format!(
+                "--leader-elect-lease-duration ({:?}) must be longer than \
+                 --leader-elect-renew-deadline ({:?}), and that longer than a non-zero \
+                 --leader-elect-retry-period ({:?})",
+                timing.lease_duration, timing.renew_deadline, timing.retry_period
+            )));
+        }
+        Ok(LeaderElection {
             lease_name: (self.leader_election_id.clone()).unwrap_or_else(|| operator.lease_name()),
             namespace: self.leader_election_namespace.clone(),
             identity: self.leader_election_identity.clone(),
-        }
+            timing,
+        })
     }
 }
 
@@ -195,10 +248,37 @@ mod tests {
     fn names_default_to_the_operators_identity() {
         let config = parse(["manager"]).expect("flags parse");
         let operator = Identity::new("blog", "example.com");
-        let lease = config.leader_election(&operator);
+        let lease = config
+            .leader_election(&operator)
+            .expect("default durations");
         assert_eq!(lease.lease_name, "blog.example.com");
+        assert_eq!(lease.timing.lease_duration, Duration::from_secs(15));
         let config = parse(["manager", "--leader-election-id=other"]).expect("flags parse");
-        assert_eq!(config.leader_election(&operator).lease_name, "other");
+        let lease = config
+            .leader_election(&operator)
+            .expect("default durations");
+        assert_eq!(lease.lease_name, "other");
+    }
+
+    #[test]
+    fn durations_are_go_style_and_must_keep_leaders_apart() {
+        let config = parse([
+            "manager",
+            "--leader-elect-lease-duration=1m30s",
+            "--reconcile-timeout=500ms",
+            "--cache-sync-timeout=2m",
+        ])
+        .expect("flags parse");
+        assert_eq!(config.leader_elect_lease_duration, Duration::from_secs(90));
+        assert_eq!(config.reconcile_timeout, Duration::from_millis(500));
+        assert_eq!(config.cache_sync_timeout, Duration::from_secs(120));
+        assert!(parse(["manager", "--reconcile-timeout=soon"]).is_err());
+        let config = parse(["manager", "--leader-elect-renew-deadline=20s"]).expect("parses");
+        let refused = config.leader_election(&Identity::new("blog", "example.com"));
+        assert!(
+            refused.is_err_and(|e| e.to_string().contains("--leader-elect-renew-deadline")),
+            "a renew deadline past the lease duration is refused"
+        );
     }
 
     #[test]

@@ -5,11 +5,12 @@ use std::{
     any::{Any, TypeId, type_name},
     collections::HashMap,
     sync::Arc,
+    time::Duration,
 };
 
 use kube::Client;
 
-use crate::{Error, Result, events::Events, metrics::Metrics};
+use crate::{Error, Result, events::Events, metrics::Metrics, sync::CacheSync};
 
 /// The manager's shared state, handed to every reconcile of every controller.
 pub struct Context {
@@ -31,6 +32,28 @@ pub struct Context {
     pub concurrency: u16,
     /// The project's own values ([`crate::Manager::state`]), read with [`Context::state`].
     pub state: State,
+    /// Whether the controllers' caches have filled, and how long they may take.
+    pub(crate) sync: CacheSync,
+    /// How long a reconcile may take, and the drain at shutdown.
+    pub(crate) timeouts: Timeouts,
+}
+
+/// The manager's time limits (its `--reconcile-timeout` and `--graceful-shutdown-timeout`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// How long one reconcile may take before it fails as a timeout.
+    pub(crate) reconcile: Duration,
+    /// How long in-flight reconciles may take to finish once the manager is stopping.
+    pub(crate) graceful_shutdown: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            reconcile: Duration::from_secs(300),
+            graceful_shutdown: Duration::from_secs(5),
+        }
+    }
 }
 
 /// Values of the project's own types, one per type, shared by every reconcile and webhook.
@@ -67,6 +90,8 @@ impl Context {
             operator_namespace: std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "default".into()),
             concurrency: 1,
             state: State::default(),
+            sync: CacheSync::default(),
+            timeouts: Timeouts::default(),
         }
     }
 

@@ -73,6 +73,11 @@ pub enum Error {
     #[error("task failed: {0}")]
     Task(String),
 
+    /// The controller's cleanup of an object being deleted failed: the finalizer stays until
+    /// it succeeds.
+    #[error("cleanup failed: {0}")]
+    Cleanup(Box<Error>),
+
     /// The project's code panicked during a reconcile (see [`recover`]).
     #[error("panicked: {0}")]
     Panicked(String),
@@ -115,6 +120,7 @@ impl Error {
             | Error::MissingObjectKey(_)
             | Error::Config(_) => Retry::OnChange,
             Error::NotOwned { .. } => Retry::After(SLOW_RETRY),
+            Error::Cleanup(error) => error.retry(),
             _ => Retry::Backoff,
         }
     }
@@ -129,6 +135,8 @@ impl Error {
             Error::InvalidSpec(_) => "InvalidSpec",
             Error::NotOwned { .. } => "ChildNotOwned",
             Error::Panicked(_) => "ReconcilePanic",
+            Error::Cleanup(_) => "CleanupFailed",
+            Error::Timeout(_) => "Timeout",
             _ => "ReconcileError",
         }
     }
@@ -150,6 +158,7 @@ impl Error {
             Error::Config(_) => "config",
             Error::Task(_) => "task",
             Error::Panicked(_) => "panic",
+            Error::Cleanup(_) => "cleanup",
             Error::Other(_) => "other",
         }
     }

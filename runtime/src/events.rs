@@ -25,6 +25,26 @@ use tracing::warn;
 
 use crate::recent::Recent;
 
+/// The longest note the API server accepts (`events.k8s.io/v1` validation): 1 kB.
+pub const NOTE_LIMIT: usize = 1024;
+
+/// `note` cut to [`NOTE_LIMIT`] bytes at a character boundary, ending with `…` when cut: the
+/// most useful warnings (a long 422, a webhook's denial) are the longest, and an event whose note
+/// is too long is refused whole.
+fn bounded(mut note: String) -> String {
+    const MORE: &str = "…";
+    if note.len() <= NOTE_LIMIT {
+        return note;
+    }
+    let mut end = NOTE_LIMIT - MORE.len();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    note.truncate(end);
+    note.push_str(MORE);
+    note
+}
+
 /// Publishes events as this manager (`reportingController`) and this replica
 /// (`reportingInstance`, the pod name).
 #[derive(Clone)]
@@ -64,6 +84,7 @@ impl Events {
         reason: &str,
         note: String,
     ) {
+        let note = bounded(note);
         let regarding = object.object_ref(&());
         let type_ = match type_ {
             EventType::Normal => "Normal",
@@ -145,6 +166,17 @@ impl Events {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn notes_are_cut_to_what_the_api_server_accepts() {
+        let short = "short".to_owned();
+        assert_eq!(super::bounded(short.clone()), short);
+        let long = "é".repeat(800);
+        let cut = super::bounded(long);
+        assert!(cut.len() <= super::NOTE_LIMIT, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.len() > super::NOTE_LIMIT - 8, "cut no more than needed");
+    }
+
     use http::{Method, StatusCode};
     use k8s_openapi::api::core::v1::ConfigMap;
 

@@ -28,7 +28,7 @@ pub struct Env {
     /// A client of the control plane, as its administrator.
     pub client: Client,
     shutdown: CancellationToken,
-    controllers: tokio::task::JoinHandle<()>,
+    controllers: tokio::task::JoinHandle<crate::Result<()>>,
     // Dropped last: stops the API server after the controllers.
     plane: ControlPlane,
 }
@@ -70,11 +70,15 @@ impl Env {
         self.plane.logs()
     }
 
-    /// Stops the controllers (waiting for their in-flight reconciles), then the control plane.
+    /// Stops the controllers (waiting for their in-flight reconciles), then the control plane;
+    /// panics if a controller failed meanwhile (its caches did not fill).
     pub async fn stop(self) {
         self.shutdown.cancel();
-        let _ = tokio::time::timeout(CONVERGE, self.controllers).await;
+        let stopped = tokio::time::timeout(CONVERGE, self.controllers).await;
         drop(self.plane);
+        if let Ok(Ok(Err(error))) = stopped {
+            panic!("a controller failed: {error}");
+        }
     }
 }
 

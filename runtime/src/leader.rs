@@ -56,23 +56,18 @@ impl Default for Timing {
 /// Waits to become leader, then runs `work` until it finishes (after `shutdown`) or
 /// leadership is lost. The Lease is released on a clean exit, so that another replica takes
 /// over at once.
+///
+/// The leader stops `work` at the renew deadline counted from the start of its last successful
+/// renewal, whatever is in flight then: a renewal request that hangs is cut at the deadline too
+/// (client-go bounds each renewal round the same way). A follower waits the lease duration from
+/// when it saw that renewal, which is later, so two leaders never overlap.
 pub async fn run_as_leader(
     client: Client,
     election: &LeaderElection,
     shutdown: CancellationToken,
-    work: impl Future<Output = ()>,
+    work: impl Future<Output = Result<()>>,
 ) -> Result<()> {
-    run_with(client, election, Timing::default(), shutdown, work).await
-}
-
-/// [`run_as_leader`] with other durations (tests use short ones).
-pub async fn run_with(
-    client: Client,
-    election: &LeaderElection,
-    timing: Timing,
-    shutdown: CancellationToken,
-    work: impl Future<Output = ()>,
-) -> Result<()> {
+    let timing = election.timing;
     let identity = election
         .identity
         .clone()
@@ -86,12 +81,13 @@ pub async fn run_with(
     };
 
     info!(lease = %elector.name, identity = %elector.identity, "waiting for leadership");
-    loop {
+    let acquired_at = loop {
         if shutdown.is_cancelled() {
             return Ok(());
         }
+        let started = Instant::now();
         match elector.try_acquire_or_renew().await {
-            Ok(true) => break,
+            Ok(true) => break started,
             Ok(false) => {}
             Err(error) => warn!(%error, "could not take the Lease; retrying"),
         }
@@ -99,42 +95,43 @@ pub async fn run_with(
             _ = shutdown.cancelled() => return Ok(()),
             _ = tokio::time::sleep(timing.retry_period) => {}
         }
-    }
+    };
     info!(lease = %elector.name, "became leader, starting controllers");
 
     // Renewals run beside the work, so a slow API server never stalls the controllers.
     let (leading, mut still_leading) = watch::channel(true);
     let renewals = tokio::spawn(async move {
-        let mut last_renewal = Instant::now();
+        let mut renewed_at = acquired_at;
         loop {
+            let deadline = renewed_at + timing.renew_deadline;
             tokio::select! {
                 _ = leading.closed() => return elector,
+                _ = tokio::time::sleep_until(deadline) => {
+                    step_down(&elector, &leading, timing);
+                    return elector;
+                }
                 _ = tokio::time::sleep(timing.retry_period) => {}
             }
-            match elector.try_acquire_or_renew().await {
-                Ok(true) => last_renewal = Instant::now(),
-                Ok(false) => {
+            let started = Instant::now();
+            match tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await {
+                Ok(Ok(true)) => renewed_at = started,
+                Ok(Ok(false)) => {
                     warn!(lease = %elector.name, "another replica holds the Lease");
                     let _ = leading.send(false);
                     return elector;
                 }
-                Err(error) => warn!(%error, "could not renew the Lease"),
-            }
-            if last_renewal.elapsed() >= timing.renew_deadline {
-                warn!(
-                    lease = %elector.name,
-                    deadline = ?timing.renew_deadline,
-                    "no renewal within the renew deadline; stepping down"
-                );
-                let _ = leading.send(false);
-                return elector;
+                Ok(Err(error)) => warn!(%error, "could not renew the Lease"),
+                Err(_) => {
+                    step_down(&elector, &leading, timing);
+                    return elector;
+                }
             }
         }
     });
 
     tokio::pin!(work);
     let outcome = tokio::select! {
-        _ = &mut work => Ok(()),
+        result = &mut work => result,
         _ = still_leading.wait_for(|leading| !*leading) => {
             // `work` is dropped here, before anything else: the controllers stop at once.
             shutdown.cancel();
@@ -151,6 +148,15 @@ pub async fn run_with(
         warn!(%error, "could not release the Lease; it expires on its own");
     }
     outcome
+}
+
+fn step_down(elector: &Elector, leading: &watch::Sender<bool>, timing: Timing) {
+    warn!(
+        lease = %elector.name,
+        deadline = ?timing.renew_deadline,
+        "no renewal within the renew deadline; stepping down"
+    );
+    let _ = leading.send(false);
 }
 
 struct Elector {
@@ -303,6 +309,7 @@ mod tests {
             lease_name: "operator-lock".into(),
             namespace: "testns".into(),
             identity: Some(identity.into()),
+            timing: FAST,
         }
     }
 
@@ -322,18 +329,38 @@ mod tests {
     /// resource version. After `fail_after` requests it answers 500 to everything, as an API
     /// server the replica cannot reach. Returns every holder the Lease had, in order.
     async fn lease_server(
+        handle: mock::Handle<Request<Body>, Response<Body>>,
+        fail_after: usize,
+    ) -> Vec<Value> {
+        lease_server_with(handle, fail_after, false, Arc::default()).await
+    }
+
+    /// [`lease_server`], which after `fail_after` requests either answers 500 or (`hang`)
+    /// never answers, as an API server that vanished; `renewed` gets the time of each write of
+    /// the Lease it answered.
+    async fn lease_server_with(
         mut handle: mock::Handle<Request<Body>, Response<Body>>,
         fail_after: usize,
+        hang: bool,
+        renewed: Arc<std::sync::Mutex<Vec<Instant>>>,
     ) -> Vec<Value> {
         let mut lease: Option<Value> = None;
         let mut holders = Vec::new();
         let mut version = 0;
         let mut served = 0;
+        let mut unanswered = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
             let (parts, body) = request.into_parts();
             let bytes = body.collect_bytes().await.expect("request body");
             let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             served += 1;
+            if served > fail_after && hang {
+                unanswered.push(send);
+                continue;
+            }
+            if matches!(parts.method, Method::POST | Method::PATCH) && served <= fail_after {
+                renewed.lock().expect("lock").push(Instant::now());
+            }
             let (code, answer) = match (parts.method, lease.as_mut()) {
                 _ if served > fail_after => (StatusCode::INTERNAL_SERVER_ERROR, status(500)),
                 (Method::GET, Some(lease)) => (StatusCode::OK, lease.clone()),
@@ -389,15 +416,17 @@ mod tests {
         let ran = Arc::new(AtomicBool::new(false));
         let work = {
             let ran = Arc::clone(&ran);
-            async move { ran.store(true, Ordering::SeqCst) }
+            async move {
+                ran.store(true, Ordering::SeqCst);
+                Ok(())
+            }
         };
         let client = Client::new(service, "testns");
         let outcome = tokio::time::timeout(
             Duration::from_secs(10),
-            run_with(
+            run_as_leader(
                 client,
                 &election("replica-a"),
-                FAST,
                 CancellationToken::new(),
                 work,
             ),
@@ -424,12 +453,15 @@ mod tests {
         let ran = Arc::new(AtomicBool::new(false));
         let work = {
             let ran = Arc::clone(&ran);
-            async move { ran.store(true, Ordering::SeqCst) }
+            async move {
+                ran.store(true, Ordering::SeqCst);
+                Ok(())
+            }
         };
         let client = Client::new(service, "testns");
         let outcome = tokio::time::timeout(
             Duration::from_secs(10),
-            run_with(client, &election("replica-b"), FAST, shutdown, work),
+            run_as_leader(client, &election("replica-b"), shutdown, work),
         )
         .await
         .expect("a cancelled run returns");
@@ -456,17 +488,16 @@ mod tests {
             let flag = DropFlag(Arc::clone(&stopped));
             async move {
                 let _flag = flag;
-                std::future::pending::<()>().await
+                std::future::pending::<Result<()>>().await
             }
         };
         let client = Client::new(service, "testns");
         let started = Instant::now();
         let outcome = tokio::time::timeout(
             Duration::from_secs(10),
-            run_with(
+            run_as_leader(
                 client,
                 &election("replica-c"),
-                FAST,
                 CancellationToken::new(),
                 work,
             ),
@@ -484,5 +515,62 @@ mod tests {
             started.elapsed()
         );
         drop(server);
+    }
+
+    /// The longest a leader acts after its last successful renewal, when the API server stops
+    /// answering (requests hang, as to a server that vanished): at most the renew deadline,
+    /// well before the lease duration a follower waits. Renewals are slow beside the deadline
+    /// here (each try may wait a retry period per request), which is where a deadline checked
+    /// only between tries let a leader run past the lease duration.
+    #[tokio::test]
+    async fn a_leader_never_acts_longer_than_the_lease_after_its_last_renewal() {
+        let slow = Timing {
+            lease_duration: Duration::from_millis(1000),
+            renew_deadline: Duration::from_millis(700),
+            retry_period: Duration::from_millis(300),
+        };
+        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let renewed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        // get (404), create, then two renewals (get, patch); then silence.
+        let server = tokio::spawn(lease_server_with(handle, 6, true, renewed.clone()));
+        let stopped_at = Arc::new(std::sync::Mutex::new(None));
+        let work = {
+            struct Stamp(Arc<std::sync::Mutex<Option<Instant>>>);
+            impl Drop for Stamp {
+                fn drop(&mut self) {
+                    *self.0.lock().expect("lock") = Some(Instant::now());
+                }
+            }
+            let stamp = Stamp(stopped_at.clone());
+            async move {
+                let _stamp = stamp;
+                std::future::pending::<Result<()>>().await
+            }
+        };
+        let client = Client::new(service, "testns");
+        let election = LeaderElection {
+            timing: slow,
+            ..election("replica-d")
+        };
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(10),
+            run_as_leader(client, &election, CancellationToken::new(), work),
+        )
+        .await
+        .expect("the leader gives up");
+        assert!(matches!(outcome, Err(Error::LeadershipLost)), "{outcome:?}");
+        let last_renewal = *renewed.lock().expect("lock").last().expect("renewed once");
+        let stopped = stopped_at
+            .lock()
+            .expect("lock")
+            .expect("the work was stopped");
+        let acted = stopped.duration_since(last_renewal);
+        assert!(
+            acted <= slow.renew_deadline + Duration::from_millis(100),
+            "the leader acted {acted:?} after its last renewal (deadline {:?})",
+            slow.renew_deadline
+        );
+        assert!(acted < slow.lease_duration, "{acted:?}");
+        server.abort();
     }
 }

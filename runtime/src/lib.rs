@@ -3,10 +3,10 @@
 //! what each controller wants, its webhooks' rules) and gets every fix with
 //! `cargo update -p kopgen-runtime`.
 //!
-//! - [`reconciler`]: a kind's controller from its [`Reconcile`] impl: children created or
-//!   updated with server-side apply, owner references, no adoption, the `Ready` condition and
-//!   `observedGeneration`, events, backoff by error class, finalizers only when asked for.
-//! - [`observe`]: a controller for a kind the project does not own (a built-in kind).
+//! - [`reconciler`]: a controller from its [`Reconcile`] impl, for a kind of the project's own or
+//!   a built-in one: children created or updated with server-side apply, owner references, no
+//!   adoption, the `Ready` condition and `observedGeneration`, events, backoff by error class,
+//!   finalizers only when asked for.
 //! - [`Manager`]: flags ([`Config`]), probes, secure metrics, leader election, graceful
 //!   shutdown, and (feature `webhooks`) the admission and conversion webhook server.
 //!
@@ -15,9 +15,10 @@
 //! project's controller tests run), `envtest` (a real control plane for integration tests).
 #![deny(missing_docs)]
 
-pub mod backoff;
+mod backoff;
+mod caches;
 #[cfg(feature = "self-managed-certs")]
-pub mod certificates;
+mod certificates;
 pub mod children;
 pub mod config;
 pub mod context;
@@ -31,20 +32,20 @@ pub mod events;
 pub mod identity;
 #[cfg(feature = "envtest")]
 pub mod integration;
-pub mod leader;
+mod leader;
 pub mod manager;
 pub mod metrics;
-pub mod metrics_auth;
-pub mod observe;
-pub mod recent;
+mod metrics_auth;
+mod recent;
 pub mod reconciler;
-pub mod server;
+mod server;
 pub mod status;
-pub mod telemetry;
+mod sync;
+mod telemetry;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tls;
-pub mod watch;
+mod tls;
+mod watch;
 #[cfg(feature = "webhooks")]
 pub mod webhook;
 

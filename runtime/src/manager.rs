@@ -7,7 +7,7 @@
 //! # async fn example(config: kopgen_runtime::Config) -> kopgen_runtime::Result<()> {
 //! use kopgen_runtime::{Manager, Start};
 //!
-//! const CONTROLLERS: &[Start] = &[/* kopgen_runtime::reconciler::start::<Blog>, ... */];
+//! const CONTROLLERS: &[Start] = &[/* kopgen_runtime::reconciler::start::<BlogReconciler>, ... */];
 //!
 //! Manager::new("blog-operator", "example.com")
 //!     .controllers(CONTROLLERS)
@@ -24,12 +24,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::{
-    Context, Error, Identity, Result, State, config::Config, leader, metrics::Metrics, server,
-    telemetry, tls,
+    Context, Error, Identity, Result, State, config::Config, context::Timeouts, leader,
+    metrics::Metrics, server, sync::CacheSync, telemetry, tls,
 };
 
-/// A controller's entry point: runs it until the token is cancelled, then drains it.
-pub type Start = fn(Arc<Context>, CancellationToken) -> BoxFuture<'static, ()>;
+/// A controller's entry point: runs it until the token is cancelled, then drains it; fails if
+/// the controller cannot run (its caches do not fill in time).
+pub type Start = fn(Arc<Context>, CancellationToken) -> BoxFuture<'static, Result<()>>;
 
 /// What a project runs: its identity, its controllers and (with the `webhooks` feature) its
 /// webhooks.
@@ -89,6 +90,11 @@ impl Manager {
     pub fn context(&self, client: Client, config: &Config) -> Context {
         let mut ctx = self.context_watching(client, config.watch_namespace());
         ctx.concurrency = config.max_concurrent_reconciles;
+        ctx.sync = CacheSync::new(config.cache_sync_timeout);
+        ctx.timeouts = Timeouts {
+            reconcile: config.reconcile_timeout,
+            graceful_shutdown: config.graceful_shutdown_timeout,
+        };
         ctx
     }
 
@@ -102,17 +108,40 @@ impl Manager {
     }
 
     /// Runs every controller until `shutdown` is cancelled and each has drained its in-flight
-    /// reconciles.
-    pub async fn run_controllers(&self, ctx: Arc<Context>, shutdown: CancellationToken) {
-        let running: Vec<_> = (self.controllers.iter())
-            .map(|start| start(ctx.clone(), shutdown.clone()))
-            .collect();
-        if running.is_empty() {
+    /// reconciles (for at most the graceful shutdown timeout); fails, stopping the others, as
+    /// soon as one controller fails.
+    pub async fn run_controllers(
+        &self,
+        ctx: Arc<Context>,
+        shutdown: CancellationToken,
+    ) -> Result<()> {
+        if self.controllers.is_empty() {
             tracing::warn!("no controllers registered; add one with `kopgen create api`");
             shutdown.cancelled().await;
-            return;
+            return Ok(());
         }
-        futures::future::join_all(running).await;
+        ctx.sync.starting(self.controllers.len());
+        let running = (self.controllers.iter()).map(|start| start(ctx.clone(), shutdown.clone()));
+        let all = futures::future::try_join_all(running);
+        let drain = ctx.timeouts.graceful_shutdown;
+        let deadline = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(drain).await;
+        };
+        tokio::select! {
+            outcome = all => {
+                // One failed: stop the others too.
+                shutdown.cancel();
+                outcome.map(|_| ())
+            }
+            () = deadline => {
+                tracing::warn!(
+                    "in-flight reconciles did not finish within {drain:?} \
+                     (--graceful-shutdown-timeout); stopping anyway"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Runs the manager with `config` until SIGTERM or Ctrl-C, then shuts down gracefully.
@@ -139,8 +168,12 @@ impl Manager {
             (true, Some(certificate)) => Some(tls::load(certificate).await?),
             (true, None) => Some(tls::self_signed(vec!["localhost".into()]).await?),
         };
+        let election = match config.leader_elect {
+            true => Some(config.leader_election(&self.identity)?),
+            false => None,
+        };
         let ctx = Arc::new(self.context(client.clone(), &config));
-        let state = server::State::new(ctx.metrics.clone());
+        let state = server::State::new(ctx.metrics.clone(), ctx.sync.clone());
         let security = match metrics_tls {
             Some(tls) => server::Security::Https {
                 tls,
@@ -166,12 +199,11 @@ impl Manager {
         info!(namespace = ?config.watch_namespace(), "starting {manager}");
 
         let controllers = self.run_controllers(ctx, shutdown.clone());
-        let result = if config.leader_elect {
-            let election = config.leader_election(&self.identity);
-            leader::run_as_leader(client, &election, shutdown.clone(), controllers).await
-        } else {
-            controllers.await;
-            Ok(())
+        let result = match election {
+            Some(election) => {
+                leader::run_as_leader(client, &election, shutdown.clone(), controllers).await
+            }
+            None => controllers.await,
         };
 
         // Whatever ended the controllers, stop the servers too before exiting.

@@ -3,6 +3,10 @@
 //! the `/metrics` URL (403 when not allowed), as controller-runtime's metrics filter does.
 //! Grant it with the `metrics-reader` ClusterRole (config/rbac/metrics_reader_role.yaml); the
 //! manager's own right to ask is config/rbac/metrics_auth_role.yaml.
+//!
+//! Answers are cached as controller-runtime's filter caches them (a minute; ten seconds for a
+//! token the API server rejected), by a hash of the token and path, so a scrape every few
+//! seconds does not cost the API server two reviews each.
 
 use axum::{
     extract::{Request, State},
@@ -14,8 +18,73 @@ use k8s_openapi::api::{
     authentication::v1::{TokenReview, TokenReviewSpec},
     authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
 };
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
 use kube::{Api, Client, api::PostParams};
 use tracing::warn;
+
+/// How long an answer is kept: controller-runtime's `CacheTTL` (a minute), and 10 s for a token
+/// the API server did not accept (its failure TTL).
+const ALLOWED_FOR: Duration = Duration::from_secs(60);
+const REJECTED_FOR: Duration = Duration::from_secs(10);
+/// How many answers are kept at most; past it the cache starts afresh.
+const CACHED: usize = 1024;
+
+/// Answers by a hash of the token and path, with when each expires.
+type Answers = HashMap<Vec<u8>, (Access, Instant)>;
+
+/// Checks `/metrics` requests with the API server, remembering its answers for a while.
+#[derive(Clone)]
+pub struct Checker {
+    client: Client,
+    answers: Arc<Mutex<Answers>>,
+}
+
+impl Checker {
+    /// A checker asking through `client`.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            answers: Arc::default(),
+        }
+    }
+
+    /// Whether `token` may read `path`: the API server's answer, or one it gave recently.
+    pub async fn check(&self, token: String, path: &str) -> kube::Result<Access> {
+        let key = {
+            let mut hashed = ring::digest::Context::new(&ring::digest::SHA256);
+            hashed.update(path.as_bytes());
+            hashed.update(&[0]);
+            hashed.update(token.as_bytes());
+            hashed.finish().as_ref().to_vec()
+        };
+        let now = Instant::now();
+        if let Some((access, until)) = self.lock().get(&key)
+            && *until > now
+        {
+            return Ok(access.clone());
+        }
+        let access = access(&self.client, token, path).await?;
+        let ttl = match access {
+            Access::Unauthenticated => REJECTED_FOR,
+            Access::Allowed | Access::Forbidden => ALLOWED_FOR,
+        };
+        let mut answers = self.lock();
+        if answers.len() >= CACHED {
+            answers.clear();
+        }
+        answers.insert(key, (access.clone(), now + ttl));
+        Ok(access)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {
+        self.answers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// What the API server says about a request's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +98,7 @@ pub enum Access {
 }
 
 /// Middleware: passes the request on only when its token may read the path.
-pub async fn authorize(State(client): State<Client>, request: Request, next: Next) -> Response {
+pub async fn authorize(State(checker): State<Checker>, request: Request, next: Next) -> Response {
     let token = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -38,7 +107,7 @@ pub async fn authorize(State(client): State<Client>, request: Request, next: Nex
         .map(str::to_owned);
     let access = match token {
         None => Ok(Access::Unauthenticated),
-        Some(token) => access(&client, token, request.uri().path()).await,
+        Some(token) => checker.check(token, request.uri().path()).await,
     };
     match access {
         Ok(Access::Allowed) => next.run(request).await,
@@ -139,6 +208,42 @@ mod tests {
             .expect("the API server answers");
         drop(client);
         (access, server.await.expect("mock"))
+    }
+
+    /// A second scrape with the same token asks the API server nothing.
+    #[tokio::test]
+    async fn answers_are_remembered_for_a_while() {
+        let (ctx, mut api) = mock_context();
+        let checker = Checker::new(ctx.client.clone());
+        drop(ctx);
+        let server = tokio::spawn(async move {
+            let review = json!({
+                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {},
+                "status": {"authenticated": true, "user": {"username": "prometheus"}},
+            });
+            api.expect(Method::POST, TOKENS, StatusCode::CREATED, review)
+                .await;
+            let answer = json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {}, "status": {"allowed": true},
+            });
+            api.expect(Method::POST, ACCESS, StatusCode::CREATED, answer)
+                .await;
+            api.done().await.len()
+        });
+        for _ in 0..3 {
+            let access = checker
+                .check("t0ken".into(), "/metrics")
+                .await
+                .expect("answered");
+            assert_eq!(access, Access::Allowed);
+        }
+        drop(checker);
+        assert_eq!(
+            server.await.expect("mock"),
+            2,
+            "one review of each kind in all"
+        );
     }
 
     #[tokio::test]

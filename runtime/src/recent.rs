@@ -54,6 +54,7 @@ impl<V> Recent<V> {
     }
 
     /// Whether nothing is remembered.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

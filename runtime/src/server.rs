@@ -12,22 +12,25 @@ use axum::{Router, extract, http::StatusCode, http::header, response::IntoRespon
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Error, Result, metrics::Metrics, metrics_auth, tls};
+use crate::{Error, Result, metrics::Metrics, metrics_auth, sync::CacheSync, tls};
 
 /// What the probe and metrics endpoints read: the metrics, readiness, certificate health.
 #[derive(Clone)]
 pub struct State {
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
+    sync: CacheSync,
     certificates: tls::Health,
 }
 
 impl State {
-    /// Not ready yet, certificates healthy until a TLS server says otherwise.
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    /// Not ready yet, certificates healthy until a TLS server says otherwise; ready once
+    /// [`State::set_ready`] was called and the controllers' caches in `sync` have filled.
+    pub fn new(metrics: Arc<Metrics>, sync: CacheSync) -> Self {
         Self {
             metrics,
             ready: Arc::default(),
+            sync,
             certificates: tls::Health::default(),
         }
     }
@@ -37,7 +40,8 @@ impl State {
         self.certificates.clone()
     }
 
-    /// Marks the manager ready: the client is configured and controllers are starting.
+    /// Marks the manager's servers up: it is ready once the caches of the controllers it runs
+    /// have filled (at once on a replica waiting for leadership, which runs none).
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
     }
@@ -66,10 +70,12 @@ async fn healthz(extract::State(state): extract::State<State>) -> impl IntoRespo
 }
 
 async fn readyz(extract::State(state): extract::State<State>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ok")
-    } else {
+    if !state.ready.load(Ordering::Acquire) {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    } else if !state.sync.is_synced() {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not filled yet")
+    } else {
+        (StatusCode::OK, "ok")
     }
 }
 
@@ -107,23 +113,53 @@ pub async fn bind(probe_addr: &str, metrics_addr: &str) -> Result<Listeners> {
     Ok(Listeners { probes, metrics })
 }
 
-/// `:8081` (Go's form for "all interfaces") as `0.0.0.0:8081`; other addresses unchanged.
-pub fn socket_address(addr: &str) -> String {
-    match addr.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => addr.to_owned(),
-    }
-}
-
-async fn bind_one(what: &'static str, addr: &str) -> Result<TcpListener> {
-    let address = socket_address(addr);
-    TcpListener::bind(&address)
-        .await
-        .map_err(|source| Error::Bind {
+/// Binds `addr` for `what`. `:8081` (Go's form for "every interface") listens on IPv6 and IPv4
+/// alike, as Go's listeners do: the IPv6 wildcard with `IPV6_V6ONLY` off, or the IPv4 wildcard
+/// on a host without IPv6. Any other address (`127.0.0.1:8081`, `[::1]:8081`) is bound as it is.
+pub(crate) fn bind_std(what: &'static str, addr: &str) -> Result<std::net::TcpListener> {
+    let failed = |address: &str| {
+        let address = address.to_owned();
+        move |source| Error::Bind {
             what,
             address,
             source,
-        })
+        }
+    };
+    let listener = match addr.strip_prefix(':') {
+        Some(port) => {
+            let port: u16 = port.parse().map_err(|_| {
+                Error::Config(format!("the {what} address {addr} has no port number"))
+            })?;
+            match dual_stack(port) {
+                Ok(listener) => listener,
+                Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                    return Err(failed(addr)(error));
+                }
+                // No IPv6 on this host.
+                Err(_) => std::net::TcpListener::bind(("0.0.0.0", port)).map_err(failed(addr))?,
+            }
+        }
+        None => std::net::TcpListener::bind(addr).map_err(failed(addr))?,
+    };
+    listener.set_nonblocking(true).map_err(failed(addr))?;
+    Ok(listener)
+}
+
+/// A listener on every IPv6 and IPv4 address of `port`.
+fn dual_stack(port: u16) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    // As Go's listeners: a restarted manager binds at once, past connections in TIME_WAIT.
+    socket.set_reuse_address(true)?;
+    let address = std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    socket.bind(&address.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
+async fn bind_one(what: &'static str, addr: &str) -> Result<TcpListener> {
+    Ok(TcpListener::from_std(bind_std(what, addr)?)?)
 }
 
 /// How `/metrics` is served.
@@ -161,7 +197,7 @@ pub async fn serve(
             Security::Http => serve_one(listener, router, shutdown).await,
             Security::Https { tls, client } => {
                 let router = router.layer(axum::middleware::from_fn_with_state(
-                    client,
+                    metrics_auth::Checker::new(client),
                     metrics_auth::authorize,
                 ));
                 tls::serve(listener.into_std()?, router, tls, health, shutdown).await
@@ -202,7 +238,8 @@ mod tests {
 
     #[tokio::test]
     async fn probes_report_readiness_and_metrics_are_openmetrics() {
-        let state = State::new(Arc::new(Metrics::default()));
+        let sync = CacheSync::default();
+        let state = State::new(Arc::new(Metrics::default()), sync.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -218,6 +255,17 @@ mod tests {
         assert!(get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
         state.set_ready();
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+        // A controller starts: not ready until its caches have filled.
+        sync.starting(1);
+        let waiting = get(addr, "/readyz").await;
+        assert!(waiting.starts_with("HTTP/1.1 503"), "{waiting}");
+        let errors = crate::sync::WatchErrors::default();
+        let filled = async { Ok(()) };
+        (sync.clone())
+            .wait("test", errors, filled, shutdown.clone())
+            .await
+            .expect("filled");
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
         let metrics = get(addr, "/metrics").await;
         assert!(
@@ -244,10 +292,44 @@ mod tests {
         );
     }
 
-    #[test]
-    fn go_style_addresses_mean_every_interface() {
-        assert_eq!(socket_address(":8081"), "0.0.0.0:8081");
-        assert_eq!(socket_address("127.0.0.1:8080"), "127.0.0.1:8080");
-        assert_eq!(socket_address("[::1]:8080"), "[::1]:8080");
+    #[tokio::test]
+    async fn an_address_without_a_port_is_an_error_naming_it() {
+        let error = bind_one("metrics", ":http")
+            .await
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.contains("metrics") && e.contains(":http")),
+            "{error:?}"
+        );
+    }
+
+    /// `:port` takes IPv6 and IPv4 clients alike, as the probes of an IPv6-only cluster and
+    /// the API server reaching webhooks over IPv6 need.
+    #[tokio::test]
+    async fn the_wildcard_listens_on_ipv6_and_ipv4() {
+        let listener = bind_one("health probe", ":0").await.expect("binds");
+        let port = listener.local_addr().expect("addr").port();
+        let accept = tokio::spawn(async move {
+            for _ in 0..2 {
+                let _ = listener.accept().await.expect("accepts");
+            }
+        });
+        if std::net::TcpListener::bind("[::1]:0").is_ok() {
+            tokio::net::TcpStream::connect(("::1", port))
+                .await
+                .expect("an IPv6 client connects");
+        } else {
+            eprintln!("notice: this host has no IPv6 loopback; checking IPv4 only");
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .expect("an IPv4 client connects");
+        }
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("an IPv4 client connects");
+        accept.await.expect("accepted both");
     }
 }

@@ -29,7 +29,9 @@ use crate::{
     Context,
     children::{Caches, Observed, resource_of},
     metrics::Metrics,
-    reconciler::{KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, reconcile},
+    reconciler::{
+        KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, as_applied, jittered, reconcile,
+    },
     watch::{Packed, store_packed},
 };
 
@@ -286,9 +288,8 @@ pub async fn converse<T>(
     (output, requests)
 }
 
-/// A cache of children or names (objects [`Packed`]) that has had its first list, of
-/// `objects`.
-pub fn store_of<K>(objects: Vec<K>) -> Store<Packed<K>>
+/// A cache of children or names (objects packed) that has had its first list, of `objects`.
+pub(crate) fn store_of<K>(objects: Vec<K>) -> Store<Packed<K>>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + 'static,
 {
@@ -298,7 +299,7 @@ where
 }
 
 /// Gives `writer`'s cache its first list: `objects`, packed as the manager packs them.
-pub fn fill<K>(writer: &mut reflector::store::Writer<Packed<K>>, objects: Vec<K>)
+pub(crate) fn fill<K>(writer: &mut reflector::store::Writer<Packed<K>>, objects: Vec<K>)
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + 'static,
 {
@@ -309,20 +310,24 @@ where
     store_packed(writer, &watcher::Event::InitDone);
 }
 
-/// A controller state for `K` whose client talks to the returned mocked API server and whose
-/// caches of children hold `children` (objects of any of `K`'s child kinds).
-pub fn mock_shared<K: Reconcile>(children: Vec<impl Serialize>) -> (Arc<Shared<K>>, ApiServer) {
-    mock_shared_with_names(children, Vec::<Value>::new())
+/// A controller state for `reconciler` whose client talks to the returned mocked API server
+/// and whose caches of children hold `children` (objects of any of its child kinds).
+pub fn mock_shared<R: Reconcile>(
+    reconciler: R,
+    children: Vec<impl Serialize>,
+) -> (Arc<Shared<R>>, ApiServer) {
+    mock_shared_with_names(reconciler, children, Vec::<Value>::new())
 }
 
 /// [`mock_shared`], with `others` taking names beside the children (objects of a child kind
 /// without this manager's label, as the names caches watch them).
-pub fn mock_shared_with_names<K: Reconcile>(
+pub fn mock_shared_with_names<R: Reconcile>(
+    reconciler: R,
     children: Vec<impl Serialize>,
     others: Vec<impl Serialize>,
-) -> (Arc<Shared<K>>, ApiServer) {
+) -> (Arc<Shared<R>>, ApiServer) {
     let (ctx, server) = mock_context();
-    let shared = Shared::filled(ctx, as_json(children), as_json(others));
+    let shared = Shared::filled(reconciler, ctx, as_json(children), as_json(others));
     (Arc::new(shared), server)
 }
 
@@ -333,7 +338,10 @@ fn as_json(objects: Vec<impl Serialize>) -> Vec<Value> {
 
 /// An object of `K` read from a sample manifest, as the API server would return it: in
 /// namespace `testns` (if namespaced), with a uid, a generation and a resource version.
-pub fn object_from_sample<K: Reconcile>(yaml: &str) -> K {
+pub fn object_from_sample<K>(yaml: &str) -> K
+where
+    K: Resource<DynamicType = (), Scope: KindScope> + DeserializeOwned,
+{
     let mut object: K = serde_yaml::from_str(yaml).expect("the sample is an object of this kind");
     let meta = object.meta_mut();
     if <K::Scope as KindScope>::NAMESPACED {
@@ -365,9 +373,9 @@ pub fn events_path<R: Resource>(object: &R) -> String {
     format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events")
 }
 
-/// Where the API server creates children like `child` (JSON of one of `K`'s child kinds).
-pub fn child_collection<K: Reconcile>(child: &Value) -> String {
-    let resource = resource_of::<K>(child).expect("a child of one of the kind's child kinds");
+/// Where the API server creates children like `child` (JSON of one of `R`'s child kinds).
+pub fn child_collection<R: Reconcile>(child: &Value) -> String {
+    let resource = resource_of::<R>(child).expect("a child of one of the controller's kinds");
     let namespace = child["metadata"]["namespace"]
         .as_str()
         .expect("a namespace");
@@ -379,54 +387,52 @@ pub fn child_collection<K: Reconcile>(child: &Value) -> String {
     format!("{base}/namespaces/{namespace}/{}", resource.plural)
 }
 
-/// Where the API server serves `child` (JSON of one of `K`'s child kinds).
-pub fn child_path<K: Reconcile>(child: &Value) -> String {
+/// Where the API server serves `child` (JSON of one of `R`'s child kinds).
+pub fn child_path<R: Reconcile>(child: &Value) -> String {
     let name = child["metadata"]["name"].as_str().expect("a name");
-    format!("{}/{name}", child_collection::<K>(child))
+    format!("{}/{name}", child_collection::<R>(child))
 }
 
-/// What `object` asks for, with no child observed yet (the mocked client answers nothing).
-pub async fn desired<K: Reconcile>(object: &K) -> crate::Desired<K> {
+/// What `object` asks of `reconciler`, with no child observed yet (the mocked client answers
+/// nothing).
+pub async fn desired<R: Reconcile>(reconciler: &R, object: &R::Kind) -> crate::Desired<R> {
+    desired_with(reconciler, object, &[]).await
+}
+
+/// What `object` asks of `reconciler` once `children` exist.
+async fn desired_with<R: Reconcile>(
+    reconciler: &R,
+    object: &R::Kind,
+    children: &[Value],
+) -> crate::Desired<R> {
     let (ctx, _server) = mock_context();
-    let caches = Caches::filled(
-        <K::Children as crate::children::Children>::kinds(),
-        Vec::new(),
-        Vec::new(),
-    );
+    let kinds = <R::Children as crate::children::Children>::kinds();
+    let caches = Caches::filled(kinds, children.to_vec(), Vec::new());
     let observed = Observed::new(&caches, object.uid().unwrap_or_default());
-    object
-        .desired(&ctx, &observed)
-        .await
-        .expect("desired children")
+    (reconciler.desired(object, &ctx, &observed).await).expect("desired children")
 }
 
-/// The children as the machinery applies them (JSON, of any of `K`'s child kinds): with the
-/// owner reference and the label.
-pub async fn applied_children<K: Reconcile>(object: &K) -> Vec<Value> {
+/// The children as the machinery applies them (JSON, of any of `R`'s child kinds): with the
+/// owner reference, the label and the hash of what is applied.
+pub async fn applied_children<R: Reconcile>(reconciler: &R, object: &R::Kind) -> Vec<Value> {
     let owner = object
         .controller_owner_ref(&())
         .expect("the object has a uid");
-    let owner = serde_json::to_value(owner).expect("serializes");
-    desired(object)
+    desired(reconciler, object)
         .await
         .children
         .into_iter()
-        .map(|mut child| {
-            let metadata = &mut child["metadata"];
-            if !metadata["labels"].is_object() {
-                metadata["labels"] = json!({});
-            }
-            metadata["labels"][MANAGED_BY] = MANAGER.into();
-            metadata["ownerReferences"] = json!([owner]);
-            child
-        })
+        .map(|child| as_applied(child, &owner, MANAGER).expect("a child applies"))
         .collect()
 }
 
 /// [`applied_children`] of kind `C`, decoded.
-pub async fn applied_children_of<K: Reconcile, C: crate::children::Child>(object: &K) -> Vec<C> {
+pub async fn applied_children_of<R: Reconcile, C: crate::children::Child>(
+    reconciler: &R,
+    object: &R::Kind,
+) -> Vec<C> {
     let resource = kube::api::ApiResource::erase::<C>(&());
-    applied_children(object)
+    applied_children(reconciler, object)
         .await
         .into_iter()
         .filter(|child| child["kind"] == resource.kind.as_str())
@@ -434,27 +440,30 @@ pub async fn applied_children_of<K: Reconcile, C: crate::children::Child>(object
         .collect()
 }
 
-/// `object` with the status a successful reconcile writes, and its finalizer if it has one.
-pub fn converged<K: Reconcile>(object: &K) -> K {
+/// `object` with the status a successful reconcile writes (where `R` owns the status), and its
+/// finalizer if it has one.
+pub fn converged<R: Reconcile>(object: &R::Kind) -> R::Kind {
     let mut json = serde_json::to_value(object).expect("serializes");
-    let generation = object.meta().generation;
-    json["status"]["observedGeneration"] = json!(generation);
-    let mut conditions: Vec<Condition> = (json["status"]["conditions"].as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|c| serde_json::from_value(c.clone()).ok())
-        .collect();
-    let ready = crate::status::condition(
-        "Ready",
-        true,
-        "Reconciled",
-        "all children are up to date",
-        generation,
-    );
-    crate::status::set_condition(&mut conditions, ready);
-    json["status"]["conditions"] = json!(conditions);
-    let mut converged: K = serde_json::from_value(json).expect("deserializes");
-    if let Some(finalizer) = K::FINALIZER {
+    if R::OWNS_STATUS {
+        let generation = object.meta().generation;
+        json["status"]["observedGeneration"] = json!(generation);
+        let mut conditions: Vec<Condition> = (json["status"]["conditions"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|c| serde_json::from_value(c.clone()).ok())
+            .collect();
+        let ready = crate::status::condition(
+            "Ready",
+            true,
+            "Reconciled",
+            "all children are up to date",
+            generation,
+        );
+        crate::status::set_condition(&mut conditions, ready);
+        json["status"]["conditions"] = json!(conditions);
+    }
+    let mut converged: R::Kind = serde_json::from_value(json).expect("deserializes");
+    if let Some(finalizer) = R::FINALIZER {
         converged.finalizers_mut().push(finalizer.to_owned());
     }
     converged
@@ -462,18 +471,17 @@ pub fn converged<K: Reconcile>(object: &K) -> K {
 
 /// `object` as a reconcile leaves it once `children` exist: [`converged`], with the status
 /// fields of its own that it then reports.
-pub async fn settled<K: Reconcile>(object: &K, children: &[Value]) -> K {
-    let converged = converged(object);
-    let (ctx, _server) = mock_context();
-    let kinds = <K::Children as crate::children::Children>::kinds();
-    let caches = Caches::filled(kinds, children.to_vec(), Vec::new());
-    let observed = Observed::new(&caches, object.uid().unwrap_or_default());
-    let desired = (converged.desired(&ctx, &observed).await).expect("desired children");
+pub async fn settled<R: Reconcile>(
+    reconciler: &R,
+    object: &R::Kind,
+    children: &[Value],
+) -> R::Kind {
+    let converged = converged::<R>(object);
+    let desired = desired_with(reconciler, &converged, children).await;
     let Some(own) = desired.status else {
         return converged;
     };
     let mut json = serde_json::to_value(&converged).expect("serializes");
-    let own = serde_json::to_value(own).expect("serializes");
     let mut conditions: Vec<Condition> =
         serde_json::from_value(json["status"]["conditions"].take()).unwrap_or_default();
     for (key, value) in own.as_object().into_iter().flatten() {
@@ -485,6 +493,7 @@ pub async fn settled<K: Reconcile>(object: &K, children: &[Value]) -> K {
                     crate::status::set_condition(&mut conditions, condition);
                 }
             }
+            _ if value.is_null() => {}
             _ => json["status"][key] = value.clone(),
         }
     }
@@ -492,18 +501,34 @@ pub async fn settled<K: Reconcile>(object: &K, children: &[Value]) -> K {
     serde_json::from_value(json).expect("deserializes")
 }
 
-/// When a reconcile of `object` that succeeds asks to look again: when the kind says
-/// ([`crate::Desired::requeue_after`]), at most after the hourly resync.
-pub async fn requeue<K: Reconcile>(object: &K) -> Action {
-    let asked = desired(object).await.requeue_after;
-    Action::requeue(asked.map_or(RESYNC, |delay| delay.min(RESYNC)))
+/// Checks that a successful reconcile's `action` asks to look again when `object` says
+/// ([`crate::Desired::requeue_after`]), at most after the hourly resync (up to 10% later for
+/// each object). A controller whose requeue moves between two calls (it is computed from the
+/// clock) need only requeue.
+async fn assert_requeue<R: Reconcile>(reconciler: &R, object: &R::Kind, action: &Action) {
+    let first = desired(reconciler, object).await.requeue_after;
+    let second = desired(reconciler, object).await.requeue_after;
+    if first != second {
+        assert_ne!(
+            *action,
+            Action::await_change(),
+            "the object is never looked at again"
+        );
+        return;
+    }
+    let uid = object.uid().unwrap_or_default();
+    let expected = match first {
+        Some(delay) => Action::requeue(delay.min(RESYNC)),
+        None => Action::requeue(jittered(RESYNC, &uid)),
+    };
+    assert_eq!(*action, expected, "the reconcile's requeue");
 }
 
 /// The children depend on the spec alone: deriving them twice gives the same objects, each
 /// with a name and a namespace.
-pub async fn children_come_from_the_spec_alone<K: Reconcile>(object: &K) {
-    let first = desired(object).await.children;
-    let second = desired(object).await.children;
+pub async fn children_come_from_the_spec_alone<R: Reconcile>(reconciler: R, object: &R::Kind) {
+    let first = desired(&reconciler, object).await.children;
+    let second = desired(&reconciler, object).await.children;
     assert!(!first.is_empty(), "the object asks for no child");
     assert_eq!(first, second, "the same spec asked for other children");
     for child in &first {
@@ -517,25 +542,26 @@ pub async fn children_come_from_the_spec_alone<K: Reconcile>(object: &K) {
 
 /// A new object: its finalizer (if it has one) is added, each child is created (a create, which
 /// the API server refuses for a name already taken), owned by the object, with an event, and
-/// the object becomes Ready at its generation. Reconciling the converged object again sends no
-/// request at all.
-pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
-    let (shared, mut server) = mock_shared::<K>(Vec::<Value>::new());
-    let children = applied_children(&object).await;
+/// the object becomes Ready at its generation (where the controller owns its status).
+/// Reconciling the converged object again sends no request at all.
+pub async fn converges_and_is_idempotent<R: Reconcile>(reconciler: R, object: R::Kind) {
+    let reconciler = Arc::new(reconciler);
+    let (shared, mut server) = mock_shared_arc(reconciler.clone(), Vec::<Value>::new());
+    let children = applied_children(&*reconciler, &object).await;
     let expected = children.clone();
     let owner_uid = object.uid().expect("uid");
-    let reply = serde_json::to_value(converged(&object)).expect("serializes");
+    let reply = serde_json::to_value(converged::<R>(&object)).expect("serializes");
     let object_path = path_of(&object);
     let events = events_path(&object);
     let scenario = async move {
-        if let Some(finalizer) = K::FINALIZER {
+        if let Some(finalizer) = R::FINALIZER {
             let request = server
                 .expect(Method::PATCH, &object_path, StatusCode::OK, reply.clone())
                 .await;
             assert_eq!(request.body["metadata"]["finalizers"], json!([finalizer]));
         }
         for child in &expected {
-            let collection = child_collection::<K>(child);
+            let collection = child_collection::<R>(child);
             let request = server
                 .expect(
                     Method::POST,
@@ -552,39 +578,44 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
             let owner = &request.body["metadata"]["ownerReferences"][0];
             assert_eq!(owner["uid"], json!(owner_uid));
             assert_eq!(owner["controller"], true);
+            assert_eq!(owner["blockOwnerDeletion"], true);
             assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER);
             let event = server
                 .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
                 .await;
             assert_eq!(event.body["reason"], "Created");
         }
-        let status_path = format!("{object_path}/status");
-        let mut request = server
-            .expect(Method::PATCH, &status_path, StatusCode::OK, reply.clone())
-            .await;
-        // The kind's own status fields, if it has any, come first, by a manager of their own.
-        if request
-            .query
-            .contains(&format!("fieldManager={MANAGER}-status"))
-        {
-            request = server
-                .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
+        if R::OWNS_STATUS {
+            let status_path = format!("{object_path}/status");
+            let mut request = server
+                .expect(Method::PATCH, &status_path, StatusCode::OK, reply.clone())
                 .await;
+            // The kind's own status fields, if it has any, come first, by a manager of their own.
+            if request
+                .query
+                .contains(&format!("fieldManager={MANAGER}-status"))
+            {
+                request = server
+                    .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
+                    .await;
+            }
+            let status = &request.body["status"];
+            assert_eq!(status["observedGeneration"], 1);
+            assert_eq!(status["conditions"][0]["type"], "Ready");
+            assert_eq!(status["conditions"][0]["status"], "True");
         }
-        let status = &request.body["status"];
-        assert_eq!(status["observedGeneration"], 1);
-        assert_eq!(status["conditions"][0]["type"], "Ready");
-        assert_eq!(status["conditions"][0]["status"], "True");
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
+    let action = action.expect("reconcile succeeds");
+    assert_requeue(&*reconciler, &object, &action).await;
 
-    let settled = settled(&object, &children).await;
-    let (shared, server) = mock_shared::<K>(children);
+    let settled = settled(&*reconciler, &object, &children).await;
+    let (shared, server) = mock_shared_arc(reconciler.clone(), children);
     let (action, requests) =
         converse(async move { server }, reconcile(Arc::new(settled), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
+    let action = action.expect("reconcile succeeds");
+    assert_requeue(&*reconciler, &object, &action).await;
     assert!(
         requests.is_empty(),
         "a converged object was written: {requests:?}"
@@ -593,21 +624,24 @@ pub async fn converges_and_is_idempotent<K: Reconcile>(object: K) {
 
 /// A field this manager applies, changed by someone else, is applied again (with an
 /// `Updated` event); a field someone else added is theirs and causes no write.
-pub async fn drift_is_repaired<K: Reconcile>(object: K) {
-    let children = applied_children(&object).await;
-    let object = settled(&object, &children).await;
-    let mut edited = applied_children(&object).await;
+pub async fn drift_is_repaired<R: Reconcile>(reconciler: R, object: R::Kind) {
+    let reconciler = Arc::new(reconciler);
+    let children = applied_children(&*reconciler, &object).await;
+    let object = settled(&*reconciler, &object, &children).await;
+    let mut edited = children.clone();
     for child in &mut edited {
         child["metadata"]["labels"][MANAGED_BY] = "someone-else".into();
     }
-    let expected = applied_children(&object).await;
+    let expected = children.clone();
     let events = events_path(&object);
-    let (shared, mut server) = mock_shared::<K>(edited);
+    let (shared, mut server) = mock_shared_arc(reconciler.clone(), edited);
     let scenario = async move {
         for child in &expected {
-            let path = child_path::<K>(child);
+            let path = child_path::<R>(child);
+            let mut reply = child.clone();
+            reply["metadata"]["resourceVersion"] = "2".into();
             let request = server
-                .expect(Method::PATCH, &path, StatusCode::OK, child.clone())
+                .expect(Method::PATCH, &path, StatusCode::OK, reply)
                 .await;
             assert_eq!(request.body["metadata"]["labels"][MANAGED_BY], MANAGER);
             let event = server
@@ -618,23 +652,21 @@ pub async fn drift_is_repaired<K: Reconcile>(object: K) {
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
+    let action = action.expect("reconcile succeeds");
+    assert_requeue(&*reconciler, &object, &action).await;
 
-    let mut annotated = applied_children(&object).await;
+    let mut annotated = children;
     for child in &mut annotated {
-        let annotations = &mut child["metadata"]["annotations"];
-        if !annotations.is_object() {
-            *annotations = json!({});
-        }
-        annotations["example.com/added-by"] = "someone else".into();
+        child["metadata"]["annotations"]["example.com/added-by"] = "someone else".into();
     }
-    let (shared, server) = mock_shared::<K>(annotated);
+    let (shared, server) = mock_shared_arc(reconciler.clone(), annotated);
     let (action, requests) = converse(
         async move { server },
         reconcile(Arc::new(object.clone()), shared),
     )
     .await;
-    assert_eq!(action.expect("reconcile succeeds"), requeue(&object).await);
+    let action = action.expect("reconcile succeeds");
+    assert_requeue(&*reconciler, &object, &action).await;
     assert!(
         requests.is_empty(),
         "another manager's field caused a write: {requests:?}"
@@ -642,12 +674,14 @@ pub async fn drift_is_repaired<K: Reconcile>(object: K) {
 }
 
 /// Deleting an object: without a finalizer nothing is asked of the operator (garbage
-/// collection removes the children); with one, cleanup runs and the finalizer is removed.
-pub async fn deletion_is_released<K: Reconcile>(object: K) {
-    let children = applied_children(&object).await;
-    let mut object = settled(&object, &children).await;
+/// collection removes the children); with one, cleanup runs and the finalizer is removed from
+/// the object as the API server has it then (cleanup may have written it).
+pub async fn deletion_is_released<R: Reconcile>(reconciler: R, object: R::Kind) {
+    let reconciler = Arc::new(reconciler);
+    let children = applied_children(&*reconciler, &object).await;
+    let mut object = settled(&*reconciler, &object, &children).await;
     object.meta_mut().deletion_timestamp = Some(Time(Timestamp::now()));
-    let (shared, mut server) = mock_shared::<K>(applied_children(&object).await);
+    let (shared, mut server) = mock_shared_arc(reconciler.clone(), children);
     let object_path = path_of(&object);
     let events = events_path(&object);
     let mut released = object.clone();
@@ -655,7 +689,7 @@ pub async fn deletion_is_released<K: Reconcile>(object: K) {
     let reply = serde_json::to_value(&released).expect("serializes");
     let object_json = serde_json::to_value(&object).expect("serializes");
     let scenario = async move {
-        if K::FINALIZER.is_some() {
+        if R::FINALIZER.is_some() {
             // Whatever cleanup asks first is answered: the object for the object (and its
             // status), what was sent for anything else.
             let releases = |r: &Recorded| {
@@ -679,9 +713,18 @@ pub async fn deletion_is_released<K: Reconcile>(object: K) {
     };
     let (action, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     assert_eq!(action.expect("deletion succeeds"), Action::await_change());
-    if K::FINALIZER.is_none() {
+    if R::FINALIZER.is_none() {
         assert!(requests.is_empty(), "{requests:?}");
     }
+}
+
+fn mock_shared_arc<R: Reconcile>(
+    reconciler: Arc<R>,
+    children: Vec<Value>,
+) -> (Arc<Shared<R>>, ApiServer) {
+    let (ctx, server) = mock_context();
+    let shared = Shared::filled_shared(reconciler, ctx, children, Vec::new());
+    (Arc::new(shared), server)
 }
 
 #[cfg(test)]

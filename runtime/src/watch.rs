@@ -68,6 +68,21 @@ pub fn slim<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
+/// Keeps of an object only what the names cache reads: its keys and owner references. Its
+/// annotations (a `last-applied-configuration` is up to 256 KiB), labels and managedFields are
+/// dropped, for every object of a child's kind that this manager does not manage.
+pub fn names_only<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    *meta = kube::api::ObjectMeta {
+        name: meta.name.take(),
+        namespace: meta.namespace.take(),
+        uid: meta.uid.take(),
+        resource_version: meta.resource_version.take(),
+        owner_references: meta.owner_references.take(),
+        ..kube::api::ObjectMeta::default()
+    };
+}
+
 /// An object as a cache of children or names keeps it: its JSON text, and the keys the cache
 /// finds it by. Decoded, an object takes several times the memory of that text (each map, even
 /// of one label, is a B-tree node of ~500 bytes; each string is an allocation of its own); a
@@ -98,6 +113,7 @@ impl<K: Resource + Serialize + DeserializeOwned> Packed<K> {
     }
 
     /// The object, decoded.
+    #[cfg(test)]
     pub fn unpack(&self) -> serde_json::Result<K> {
         serde_json::from_str(&self.json)
     }

@@ -651,6 +651,7 @@ impl Kind {
         context.insert("version", &self.version);
         context.insert("kind", &self.kind);
         context.insert("kind_snake", &self.kind_snake);
+        context.insert("object_var", &object_var(&self.kind_snake));
         context.insert("kind_kebab", &self.kind.to_kebab_case());
         context.insert("plural", &self.plural);
         context.insert(
@@ -663,6 +664,26 @@ impl Kind {
         context.insert("shortname", &shortname(&self.kind));
         context.insert("storage", &true);
         context
+    }
+}
+
+/// The name of the reconciled object in the controller's functions: the kind in snake case
+/// (`blog`), unless that is a name the scaffolded code uses for something else.
+fn object_var(kind_snake: &str) -> String {
+    const TAKEN: &[&str] = &[
+        "ctx",
+        "data",
+        "name",
+        "namespace",
+        "observed",
+        "value",
+        "object",
+        "reconciler",
+    ];
+    if TAKEN.contains(&kind_snake) {
+        format!("this_{kind_snake}")
+    } else {
+        kind_snake.to_owned()
     }
 }
 

@@ -1,9 +1,9 @@
-//! How a reconcile writes: each desired child created when missing and applied when one of the
-//! fields this manager sets differs, children no longer desired deleted where asked, the
-//! `Ready` condition, and the kind's own status fields.
+//! How a reconcile writes its children: each desired child created when missing and applied
+//! when what this manager sets differs, children no longer desired deleted where asked, then
+//! the kind's own status fields.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    Condition, FieldsV1, ManagedFieldsEntry, OwnerReference,
+    FieldsV1, ManagedFieldsEntry, OwnerReference,
 };
 use kube::{
     Api, Resource, ResourceExt,
@@ -12,90 +12,200 @@ use kube::{
 };
 use serde::Serialize;
 use serde_json::{Value, json};
-use tracing::{info, warn};
 
-use super::{MANAGED_BY, Reconcile, Shared, namespaced, publish};
+use super::{APPLIED, MANAGED_BY, Reconcile, Shared, lock, namespaced, publish, report};
 use crate::{
     Context, Error, Result,
-    children::{Desired, dynamic, is_controlled_by, not_a_child},
-    status,
+    children::{Cache, Desired, dynamic, is_controlled_by, not_a_child},
 };
 
-/// The object's status as JSON (its type is the kind's own): the generation it says was last
-/// reconciled, and its conditions.
-pub(super) fn status_of<K: Reconcile>(object: &K) -> Value {
-    serde_json::to_value(object)
-        .map(|mut value| value["status"].take())
-        .unwrap_or_default()
-}
-
-/// Creates each missing child and updates each one whose applied fields differ; refuses to
+/// Creates each missing child and updates each one whose applied fields differ, refusing to
 /// take over an object of the same name this owner does not control; deletes the children of
-/// pruned kinds that are no longer desired.
-pub(super) async fn apply_children<K: Reconcile>(
-    object: &K,
-    desired: &Desired<K>,
-    status: &Value,
-    shared: &Shared<K>,
+/// pruned kinds that are no longer desired; then applies the kind's own status fields. A child
+/// that fails does not stop the others: the first error is returned once all were tried.
+pub(super) async fn write<R: Reconcile>(
+    object: &R::Kind,
+    desired: &Desired<R>,
+    shared: &Shared<R>,
+    api: &Api<R::Kind>,
 ) -> Result<()> {
-    let ctx = &shared.ctx;
     let owner = object
         .controller_owner_ref(&())
         .ok_or(Error::MissingObjectKey("metadata.uid"))?;
-    // The status says which generation was reconciled; the cache may not have that status
-    // yet, so a generation this controller already applied counts as reconciled too.
-    let spec_changed = status["observedGeneration"].as_i64() != object.meta().generation
-        && !shared.applied_for(object);
+    let mut first_error = None;
     let mut wanted = Vec::new();
     for child in &desired.children {
-        let child = owned(child.clone(), &owner, &ctx.manager)?;
-        let (namespace, name) = place(object, &child, ctx)?;
-        let kind = child["kind"].as_str().unwrap_or_default().to_owned();
-        let (resource, cache) = (shared.caches.of(&child)).ok_or_else(|| not_a_child(&kind))?;
-        wanted.push((kind.clone(), namespace.clone(), name.clone()));
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(ctx.client.clone(), &namespace, resource);
-        let not_owned = || Error::NotOwned {
+        match apply_child(object, child, &owner, shared).await {
+            Ok(key) => wanted.push(key),
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    // Names of children that failed are still wanted: never pruned.
+    for child in &desired.children {
+        let metadata = &child["metadata"];
+        let key = (
+            child["kind"].as_str().unwrap_or_default().to_owned(),
+            metadata["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            metadata["name"].as_str().unwrap_or_default().to_owned(),
+        );
+        if !wanted.contains(&key) {
+            wanted.push(key);
+        }
+    }
+    if let Err(error) = prune(object, desired, &owner.uid, &wanted, shared).await {
+        first_error.get_or_insert(error);
+    }
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    match &desired.status {
+        Some(_) if !R::OWNS_STATUS => Err(Error::Config(format!(
+            "{} gives status fields, but `Reconcile::OWNS_STATUS` is false",
+            R::NAME
+        ))),
+        Some(own) => report::own_status(api, object, own, shared).await,
+        None => Ok(()),
+    }
+}
+
+/// Writes one child if it is not as desired; returns its kind, namespace and name.
+async fn apply_child<R: Reconcile>(
+    object: &R::Kind,
+    child: &Value,
+    owner: &OwnerReference,
+    shared: &Shared<R>,
+) -> Result<(String, String, String)> {
+    let ctx = &shared.ctx;
+    let child = as_applied(child.clone(), owner, &ctx.manager)?;
+    let hash = child["metadata"]["annotations"][APPLIED]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (namespace, name) = place::<R>(object, &child, ctx)?;
+    let kind = child["kind"].as_str().unwrap_or_default().to_owned();
+    let (resource, cache) = (shared.caches.of(&child)).ok_or_else(|| not_a_child(&kind))?;
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &namespace, resource);
+    let not_owned = |cache: &dyn Cache| {
+        cache.wait_for(&namespace, &name, owner, object.namespace());
+        Error::NotOwned {
             kind: kind.clone(),
             name: format!("{namespace}/{name}"),
-        };
-        let actual = cache.child(&namespace, &name)?;
-        // Not among the labelled children: the name may still be taken by someone else's
-        // object, which is never taken over.
-        if actual.is_none() && cache.taken(&namespace, &name, &owner.uid)? {
-            return Err(not_owned());
         }
-        let reason = match &actual {
-            None => {
-                // A create, not an apply: the API server refuses it (409) if an object of this
-                // name exists that the caches have not shown yet, so none is ever taken over.
-                let params = PostParams {
-                    field_manager: Some(ctx.manager.clone()),
-                    ..PostParams::default()
-                };
-                api.create(&params, &dynamic(&child)?).await?;
-                "Created"
+    };
+    let key = (kind.clone(), namespace.clone(), name.clone());
+    let actual = match cache.child(&namespace, &name)? {
+        Some(actual) => Some(actual),
+        // Not among the labelled children: the name may be held by someone else's object,
+        // which is never taken over, or by this owner's child whose label was removed, which
+        // is applied back.
+        None => match cache.other(&namespace, &name)? {
+            Some(other) if is_controlled_by(&other, &owner.uid) => Some(other),
+            Some(_) => return Err(not_owned(cache)),
+            None => None,
+        },
+    };
+    let (reason, written) = match &actual {
+        None => {
+            // A create, not an apply: the API server refuses it (409) if an object of this
+            // name exists that the caches have not shown yet, so none is ever taken over.
+            let params = PostParams {
+                field_manager: Some(ctx.manager.clone()),
+                ..PostParams::default()
+            };
+            let created = api.create(&params, &dynamic(&child)?).await?;
+            ("Created", created)
+        }
+        Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned(cache)),
+        Some(actual) if up_to_date(actual, &child, &hash, shared) => return Ok(key),
+        Some(actual) => {
+            let params = PatchParams::apply(&ctx.manager).force();
+            let mut applied = api.patch(&name, &params, &Patch::Apply(&child)).await?;
+            if let Some(handover) = hand_over_created_fields(&applied, &ctx.manager) {
+                let merge = PatchParams::default();
+                api.patch(&name, &merge, &Patch::Merge(handover)).await?;
+                applied = api.patch(&name, &params, &Patch::Apply(&child)).await?;
             }
-            Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned()),
-            // After a spec change the child is applied whatever the comparison says: a field
-            // the new spec no longer asks for is only removed by applying without it.
-            Some(actual) if !spec_changed && contains(actual, &child) => continue,
-            Some(_) => {
-                let params = PatchParams::apply(&ctx.manager).force();
-                let applied = api.patch(&name, &params, &Patch::Apply(&child)).await?;
-                if let Some(handover) = hand_over_created_fields(&applied, &ctx.manager) {
-                    let merge = PatchParams::default();
-                    api.patch(&name, &merge, &Patch::Merge(handover)).await?;
-                    api.patch(&name, &params, &Patch::Apply(&child)).await?;
-                }
-                "Updated"
+            let before = actual["metadata"]["resourceVersion"].as_str();
+            if applied.resource_version().as_deref() == before {
+                // The API server had it all already (a value it normalises): nothing to tell.
+                remember(shared, &applied, hash);
+                return Ok(key);
             }
-        };
-        let note = format!("{reason} {kind} {namespace}/{name}");
-        publish(ctx, object, EventType::Normal, reason, note);
+            ("Updated", applied)
+        }
+    };
+    remember(shared, &written, hash);
+    let note = format!("{reason} {kind} {namespace}/{name}");
+    publish(ctx, object, EventType::Normal, reason, note);
+    Ok(key)
+}
+
+/// Whether `actual` is as `desired` asks: it holds every field `desired` sets (see
+/// [`contains`]), or it is still the version the API server returned when this manager last
+/// wrote the same desired state (the server may have normalised a value since: `500m` for
+/// `0.5`).
+fn up_to_date<R: Reconcile>(
+    actual: &Value,
+    desired: &Value,
+    hash: &str,
+    shared: &Shared<R>,
+) -> bool {
+    if contains(actual, desired) {
+        return true;
     }
+    let metadata = &actual["metadata"];
+    let (Some(uid), Some(version)) = (
+        metadata["uid"].as_str(),
+        metadata["resourceVersion"].as_str(),
+    ) else {
+        return false;
+    };
+    lock(&shared.applied)
+        .get(uid)
+        .is_some_and(|(v, h)| v == version && h == hash)
+}
+
+fn remember<R: Reconcile>(shared: &Shared<R>, written: &DynamicObject, hash: String) {
+    if let (Some(uid), Some(version)) = (written.uid(), written.resource_version()) {
+        lock(&shared.applied).insert(uid, (version, hash));
+    }
+}
+
+/// `child` as this manager applies it: owned (see [`owned`]), with the hash of all that in the
+/// [`APPLIED`] annotation.
+pub(crate) fn as_applied(child: Value, owner: &OwnerReference, manager: &str) -> Result<Value> {
+    let mut child = owned(child, owner, manager)?;
+    let hash = hash_of(&child)?;
+    child["metadata"]["annotations"][APPLIED] = hash.into();
+    Ok(child)
+}
+
+/// A hash of what is applied to a child, to tell when it changed (see [`APPLIED`]): SHA-256 of
+/// its JSON (keys in order), the first 96 bits in hex.
+fn hash_of(child: &Value) -> Result<String> {
+    let digest = ring::digest::digest(&ring::digest::SHA256, &serde_json::to_vec(child)?);
+    Ok(digest.as_ref()[..12]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// Deletes the children of pruned kinds that `uid` controls and that are not `wanted`.
+async fn prune<R: Reconcile>(
+    object: &R::Kind,
+    desired: &Desired<R>,
+    uid: &str,
+    wanted: &[(String, String, String)],
+    shared: &Shared<R>,
+) -> Result<()> {
+    let ctx = &shared.ctx;
     for (resource, cache) in desired.pruned(&shared.caches) {
-        for existing in cache.controlled_by(&owner.uid)? {
+        for existing in cache.controlled_by(uid)? {
             let metadata = &existing["metadata"];
             let namespace = metadata["namespace"].as_str().unwrap_or_default();
             let name = metadata["name"].as_str().unwrap_or_default();
@@ -122,20 +232,20 @@ pub(super) async fn apply_children<K: Reconcile>(
             publish(ctx, object, EventType::Normal, "Deleted", note);
         }
     }
-    if spec_changed {
-        shared.remember_applied(object);
-    }
     Ok(())
 }
 
-/// `child` with this manager's label and `owner` as its controller owner reference.
+/// `child` with this manager's label and `owner` as its controller owner reference, which
+/// blocks a foreground deletion of the owner until the child is gone.
 fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Value> {
     let metadata = &mut child["metadata"];
     if !metadata.is_object() {
         *metadata = json!({});
     }
-    if !metadata["labels"].is_object() {
-        metadata["labels"] = json!({});
+    for map in ["labels", "annotations"] {
+        if !metadata[map].is_object() {
+            metadata[map] = json!({});
+        }
     }
     metadata["labels"][MANAGED_BY] = manager.into();
     let references = &mut metadata["ownerReferences"];
@@ -145,6 +255,10 @@ fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Valu
     if let Value::Array(references) = references
         && !references.iter().any(|r| r["uid"] == owner.uid.as_str())
     {
+        let owner = OwnerReference {
+            block_owner_deletion: Some(true),
+            ..owner.clone()
+        };
         references.push(serde_json::to_value(owner)?);
     }
     Ok(child)
@@ -153,14 +267,14 @@ fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Valu
 /// The namespace and name of `child`, which must be where the garbage collector and the
 /// manager's caches can follow it: in its owner's namespace for a namespaced owner, and in a
 /// namespace the manager watches.
-fn place<K: Reconcile>(object: &K, child: &Value, ctx: &Context) -> Result<(String, String)> {
+fn place<R: Reconcile>(object: &R::Kind, child: &Value, ctx: &Context) -> Result<(String, String)> {
     let metadata = &child["metadata"];
     let name =
         (metadata["name"].as_str()).ok_or(Error::MissingObjectKey("metadata.name of a child"))?;
     let namespace = (metadata["namespace"].as_str())
         .ok_or(Error::MissingObjectKey("metadata.namespace of a child"))?;
     let kind = child["kind"].as_str().unwrap_or_default();
-    if namespaced::<K>()
+    if namespaced::<R>()
         && let Some(own) = object.namespace()
         && own != namespace
     {
@@ -224,7 +338,7 @@ fn add_fields(into: &mut Value, from: Value) {
 
 /// Whether every field of `desired` has its value in `actual`: what this manager applies, not
 /// the whole object, so fields other managers or the API server added never count as drift.
-pub fn is_applied<R: Serialize>(desired: &R, actual: &R) -> Result<bool> {
+pub fn is_applied<T: Serialize>(desired: &T, actual: &T) -> Result<bool> {
     Ok(contains(
         &serde_json::to_value(actual)?,
         &serde_json::to_value(desired)?,
@@ -232,12 +346,17 @@ pub fn is_applied<R: Serialize>(desired: &R, actual: &R) -> Result<bool> {
 }
 
 /// `actual` holds `desired`: objects key by key, lists item by item (each desired item matched
-/// by some actual item), scalars equal.
-fn contains(actual: &Value, desired: &Value) -> bool {
+/// by some actual item), scalars equal. A key `desired` gives an empty value (`{}`, `[]`, `""`,
+/// `0`, `false`, `null`) may be absent from `actual`: Kubernetes' Go types drop such values
+/// (`omitempty`), so the API server never returns them.
+pub(crate) fn contains(actual: &Value, desired: &Value) -> bool {
     match (actual, desired) {
-        (Value::Object(actual), Value::Object(desired)) => desired
-            .iter()
-            .all(|(key, value)| actual.get(key).is_some_and(|a| contains(a, value))),
+        (Value::Object(actual), Value::Object(desired)) => {
+            desired.iter().all(|(key, value)| match actual.get(key) {
+                Some(actual) => contains(actual, value),
+                None => is_empty(value),
+            })
+        }
         (Value::Array(actual), Value::Array(desired)) => desired
             .iter()
             .all(|item| actual.iter().any(|a| contains(a, item))),
@@ -245,117 +364,14 @@ fn contains(actual: &Value, desired: &Value) -> bool {
     }
 }
 
-fn conditions_of(status: &Value) -> Vec<Condition> {
-    (status["conditions"].as_array().into_iter().flatten())
-        .filter_map(|c| serde_json::from_value(c.clone()).ok())
-        .collect()
-}
-
-/// Applies the kind's own status fields (with the field manager `<manager>-status`, so that the
-/// `Ready` apply never removes them), unless the object already says all of it. Conditions
-/// keep their transition time while their status stays; `Ready` and `observedGeneration` are
-/// the reconciler's and left out.
-pub(super) async fn write_own_status<K: Reconcile>(
-    api: &Api<K>,
-    object: &K,
-    status: &Value,
-    own: &K::Status,
-    shared: &Shared<K>,
-) -> Result<()> {
-    let mut own = serde_json::to_value(own)?;
-    let Value::Object(fields) = &mut own else {
-        return Err(Error::InvalidSpec(
-            "the status given to Desired::status is not a JSON object".into(),
-        ));
-    };
-    fields.remove("observedGeneration");
-    fields.retain(|_, value| !value.is_null());
-    if let Some(Value::Array(conditions)) = fields.get_mut("conditions") {
-        let mut merged = conditions_of(status);
-        let mut mine = Vec::new();
-        for condition in conditions.drain(..) {
-            let condition: Condition = serde_json::from_value(condition)?;
-            if condition.type_ == "Ready" {
-                continue;
-            }
-            let type_ = condition.type_.clone();
-            status::set_condition(&mut merged, condition);
-            let kept = merged.iter().find(|c| c.type_ == type_);
-            mine.push(serde_json::to_value(kept)?);
-        }
-        *conditions = mine;
-    }
-    if contains(status, &own) {
-        return Ok(());
-    }
-    let patch = json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": own,
-    });
-    let params = PatchParams::apply(&format!("{}-status", shared.ctx.manager)).force();
-    api.patch_status(&object.name_any(), &params, &Patch::Apply(patch))
-        .await?;
-    Ok(())
-}
-
-/// Sets `Ready` (and `observedGeneration`) from the reconcile's outcome, unless the object
-/// already says exactly that. A failure to write status is logged: the reconcile's own
-/// outcome decides what happens next.
-pub(super) async fn write_status<K: Reconcile>(
-    api: &Api<K>,
-    object: &K,
-    status: &Value,
-    error: Option<&Error>,
-    shared: &Shared<K>,
-) {
-    let ctx = &shared.ctx;
-    let name = object.name_any();
-    let generation = object.meta().generation;
-    let (ready, reason, message) = match error {
-        None => (
-            true,
-            "Reconciled".to_owned(),
-            "all children are up to date".to_owned(),
-        ),
-        Some(error) => (false, error.reason().to_owned(), error.to_string()),
-    };
-    let existing = conditions_of(status);
-    let previous = existing.iter().find(|c| c.type_ == "Ready");
-    let unchanged = previous.is_some_and(|c| {
-        c.status == if ready { "True" } else { "False" }
-            && c.reason == reason
-            && c.message == message
-            && c.observed_generation == generation
-    }) && status["observedGeneration"] == json!(generation);
-    let summary = format!("{ready}/{reason}/{message}/{generation:?}");
-    if unchanged || shared.already_written(object, &summary) {
-        return;
-    }
-    let mut conditions = existing.clone();
-    status::set_condition(
-        &mut conditions,
-        status::condition("Ready", ready, &reason, message.clone(), generation),
-    );
-    let Some(condition) = conditions.into_iter().find(|c| c.type_ == "Ready") else {
-        return;
-    };
-    // Only the Ready condition: `conditions` is a list keyed by type, so this manager owns
-    // that one entry and other managers' conditions stay theirs.
-    let patch = json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": { "conditions": [condition], "observedGeneration": generation },
-    });
-    let params = PatchParams::apply(&ctx.manager).force();
-    match api.patch_status(&name, &params, &Patch::Apply(patch)).await {
-        Ok(_) => shared.remember_written(object, summary),
-        Err(error) => warn!(controller = K::CONTROLLER, %name, %error, "failed to write status"),
-    }
-    let was_ready = previous.is_none_or(|c| c.status == "True");
-    if !ready && was_ready {
-        publish(ctx, object, EventType::Warning, &reason, message);
-    } else if ready && !was_ready {
-        info!(controller = K::CONTROLLER, %name, "ready again");
+/// What `omitempty` drops.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(fields) => fields.is_empty(),
     }
 }

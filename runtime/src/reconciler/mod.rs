@@ -1,54 +1,68 @@
-//! The reconcile machinery every kind's controller shares. A kind supplies what is its own
-//! (the children it asks for, its own status fields, cleanup outside the cluster) by
-//! implementing [`Reconcile`]; everything here is the same for every kind.
+//! The reconcile machinery every controller shares. A controller supplies what is its own (the
+//! kind it reconciles, the children it asks for, its own status fields, cleanup outside the
+//! cluster) by implementing [`Reconcile`]; everything here is the same for every controller.
 //!
 //! What it guarantees, following controller-runtime and kube-runtime practice:
 //! - **Idempotent**: each child is compared with the controller's cache, on the fields this
-//!   manager applies only, and written only when one differs: created when missing, updated
-//!   with server-side apply (which removes the fields the object no longer asks for). A key
+//!   manager applies only, and written only when one differs or when what is desired changed
+//!   (each child carries a hash of what was last applied to it, [`APPLIED`]): created when
+//!   missing, updated with server-side apply, which removes what the object no longer asks for,
+//!   even when the first attempt failed or a new version of the operator stopped asking.
+//!   A value the API server normalises (an empty map it drops, a quantity it rewrites) is not
+//!   drift: the version the server returned for this manager's own write is remembered. A key
 //!   someone else added to a child is theirs: it causes no write and no event. No reconcile
 //!   starts before the caches have had their first list.
-//! - **Owned children**: each child gets a controller owner reference (garbage collection
-//!   deletes it with its owner) and the `app.kubernetes.io/managed-by` label (the controller
-//!   watches only labelled objects). An existing object of the same name that this owner does
-//!   not control is never adopted: the owner's `Ready` condition says so, with an event; one the
-//!   caches have not shown yet makes the create fail (409) and the reconcile retry.
+//! - **Owned children**: each child gets a controller owner reference with
+//!   `blockOwnerDeletion` (garbage collection deletes it with its owner, and a foreground
+//!   deletion of the owner waits for it) and the `app.kubernetes.io/managed-by` label (the
+//!   controller watches only labelled objects; a child whose label someone removed is applied
+//!   back). An existing object of the same name that this owner does not control is never
+//!   adopted: the owner's `Ready` condition says so, with an event, and the owner is looked at
+//!   again as soon as that object goes away.
 //! - **Several kinds, several namespaces**: every kind of [`Reconcile::Children`] is watched
 //!   where the manager watches; a change of a child maps to its controller owner, in the
 //!   child's namespace for a namespaced kind and cluster-wide for a cluster-scoped one. A
 //!   namespaced object's child must live in its namespace (the garbage collector deletes
-//!   children whose owner is elsewhere): asking for another is an error saying so.
-//! - **Status that tells the truth**: every reconcile, failed or not, sets the `Ready` condition
-//!   and `observedGeneration` with server-side apply of that one condition, so conditions other
-//!   managers own are left alone; the kind's own status fields ([`Desired::status`]) are applied
-//!   with a field manager of their own; nothing is written when nothing changed.
+//!   children whose owner is elsewhere): asking for another is an error saying so. One child
+//!   that fails does not keep the others from being applied.
+//! - **Status that tells the truth** (for the project's own kinds, [`Reconcile::OWNS_STATUS`]):
+//!   every reconcile, failed or not, sets the `Ready` condition and `observedGeneration` with
+//!   server-side apply of that one condition, so conditions other managers own are left alone;
+//!   the kind's own status fields ([`Desired::status`]) are applied with a field manager of
+//!   their own; nothing is written when nothing changed, and a success right after a failure
+//!   is written even before the cache has seen the failure.
 //! - **Errors by class** (see [`Error::retry`]): transient ones back off exponentially per
-//!   object (by UID, per controller), permanent ones wait for a change of the object.
+//!   object (by UID, per controller), with jitter and an overall rate limit; permanent ones
+//!   wait for a change of the object. A panic of the project's code is an error of that object.
+//!   A reconcile that takes longer than the manager's `--reconcile-timeout` fails as a timeout.
 //! - **Finalizer only when needed**: with [`Reconcile::FINALIZER`] unset (the default),
-//!   deletion never waits for the operator; set it when [`Reconcile::cleanup`] has work.
-//! - **Lean**: bounded concurrency; only generation changes of the kind trigger a reconcile
-//!   (status writes do not); children are watched by label and cached as JSON text
-//!   ([`watch::Packed`]), without managedFields.
+//!   deletion never waits for the operator; set it when [`Reconcile::cleanup`] has work. The
+//!   finalizer is released even when cleanup wrote the object; a cleanup that fails says why
+//!   (an event, and `Ready=False` with reason `CleanupFailed`); finalizers a controller no
+//!   longer uses ([`Reconcile::RETIRED_FINALIZERS`]) are released on deletion.
+//! - **Lean**: bounded concurrency; for the project's own kinds only generation changes trigger
+//!   a reconcile (status writes do not); children are watched by label and cached as JSON text
+//!   (packed), without managedFields.
 
 mod apply;
-#[cfg(test)]
-mod children_tests;
+mod finalizer;
+mod report;
 #[cfg(test)]
 mod tests;
 
 use std::{
+    collections::hash_map::RandomState,
     fmt::Debug,
     future::Future,
+    hash::BuildHasher,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use futures::StreamExt;
+use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{Patch, PatchParams},
-    core::object::HasStatus,
     runtime::{
         WatchStreamExt,
         controller::{self, Action, Controller},
@@ -57,27 +71,38 @@ use kube::{
     },
 };
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use apply::as_applied;
 pub use apply::{hand_over_created_fields, is_applied};
 
 use crate::{
     Context, Error, Result,
     backoff::Backoff,
-    children::{self, Caches, Children, Desired, Observed},
+    caches::owner_ref,
+    children::{Caches, Children, Desired, Observed},
     recent::Recent,
+    sync::WatchErrors,
     watch,
 };
 
 /// The label every child carries, so the controller watches only its own children.
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The annotation on each child with a hash of what this manager last applied to it: when what
+/// is desired changes (a field is no longer asked for, even by a new version of the operator),
+/// the child is applied again although every field it still asks for is there.
+pub const APPLIED: &str = "kopgen.io/applied-hash";
 /// How often a healthy object is reconciled although nothing changed: a safety net for missed
-/// events, not the way drift is found (the watches are).
+/// events, not the way drift is found (the watches are). Each object's is up to 10% longer, so
+/// that objects created together do not resync together.
 pub const RESYNC: Duration = Duration::from_secs(3600);
 
-/// What a kind's controller supplies. Everything else is this module's.
+/// A controller: the kind it reconciles and what an object of that kind asks for. Everything
+/// else is this module's. Implemented on a type of the project's own (`BlogReconciler`), as
+/// controller-runtime's reconcilers are structs, so that a project can reconcile built-in kinds
+/// too and keep values its controller needs in it.
 ///
 /// ```
 /// use kopgen_runtime::{Context, Reconcile, Result, children::{Desired, Observed}};
@@ -91,88 +116,125 @@ pub const RESYNC: Duration = Duration::from_secs(3600);
 /// # #[derive(Deserialize, Serialize, Clone, Debug, Default, schemars::JsonSchema)]
 /// # pub struct BlogStatus {}
 ///
-/// impl Reconcile for Blog {
-///     type Children = (ConfigMap,);
-///     const CONTROLLER: &'static str = "example-blog";
+/// #[derive(Default)]
+/// pub struct BlogReconciler;
 ///
-///     async fn desired(&self, _: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+/// impl Reconcile for BlogReconciler {
+///     type Kind = Blog;
+///     type Children = (ConfigMap,);
+///     const NAME: &'static str = "example-blog";
+///
+///     async fn desired(
+///         &self,
+///         blog: &Blog,
+///         _: &Context,
+///         _: &Observed<'_>,
+///     ) -> Result<Desired<Self>> {
 ///         let page = ConfigMap {
 ///             metadata: ObjectMeta {
-///                 name: Some(self.name_any()),
-///                 namespace: self.namespace(),
+///                 name: Some(blog.name_any()),
+///                 namespace: blog.namespace(),
 ///                 ..ObjectMeta::default()
 ///             },
-///             data: Some([("text".to_owned(), self.spec.text.clone())].into()),
+///             data: Some([("text".to_owned(), blog.spec.text.clone())].into()),
 ///             ..ConfigMap::default()
 ///         };
 ///         Desired::new().child(page)
 ///     }
 /// }
 /// ```
-pub trait Reconcile:
-    Resource<DynamicType = (), Scope: KindScope>
-    + HasStatus<Status: Serialize + Send + Sync>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-    /// The kinds of the objects this kind creates, as a tuple: `(ConfigMap,)`,
-    /// `(Deployment, Service)`.
+pub trait Reconcile: Send + Sync + 'static {
+    /// The kind this controller reconciles (controller-runtime's `For`): one of the project's
+    /// own, or a built-in kind such as `Deployment`.
+    type Kind: Resource<DynamicType = (), Scope: KindScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static;
+
+    /// The kinds of the objects this controller creates, as a tuple: `(ConfigMap,)`,
+    /// `(Deployment, Service)`, or `()` for none.
     type Children: Children;
 
     /// Name of the controller in logs, metrics and events.
-    const CONTROLLER: &'static str;
+    const NAME: &'static str;
     /// Makes deletion wait until [`Reconcile::cleanup`] has run. Leave it `None` unless cleanup
     /// has work outside the cluster: a finalizer blocks deletion (of the object and of its
     /// namespace) for as long as the operator is down.
     const FINALIZER: Option<&'static str> = None;
+    /// Finalizers an earlier version of this controller added and this one no longer uses:
+    /// they are removed from objects being deleted, so that turning a finalizer off does not
+    /// leave existing objects stuck in `Terminating`.
+    const RETIRED_FINALIZERS: &'static [&'static str] = &[];
+    /// Whether this controller owns the kind's status: it sets the `Ready` condition and
+    /// `observedGeneration` after each reconcile, and may set fields of its own
+    /// ([`Desired::status`]); only changes of `metadata.generation` then trigger a reconcile.
+    /// Set it to `false` for a kind whose status another controller writes (a built-in kind):
+    /// every change of an object triggers a reconcile, and its outcome is told in events and
+    /// metrics only.
+    const OWNS_STATUS: bool = true;
 
-    /// What this object asks for now: its children (each with a name and namespace; the owner
+    /// What `object` asks for now: its children (each with a name and namespace; the owner
     /// reference and the managed-by label are added for you), and optionally status fields of
     /// its own and when to look again. Derive it from the spec; read the cluster (through
     /// `ctx.client`) or the children it has (`observed`) only where the spec cannot say.
     fn desired(
         &self,
+        object: &Self::Kind,
         ctx: &Context,
         observed: &Observed<'_>,
-    ) -> impl Future<Output = Result<Desired<Self>>> + Send;
+    ) -> impl Future<Output = Result<Desired<Self>>> + Send
+    where
+        Self: Sized;
 
-    /// Releases what this object holds outside the cluster (DNS records, buckets, accounts).
-    /// Runs before deletion completes, only when [`Reconcile::FINALIZER`] is set.
-    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<()>> + Send {
-        let _ = ctx;
+    /// Releases what `object` holds outside the cluster (DNS records, buckets, accounts).
+    /// Runs before deletion completes, only when [`Reconcile::FINALIZER`] is set; must be safe
+    /// to run again (after a failure, or if the operator stops halfway).
+    fn cleanup(
+        &self,
+        object: &Self::Kind,
+        ctx: &Context,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (object, ctx);
         async { Ok(()) }
     }
 }
 
-/// One controller's state: the manager's context, its own backoff, and the caches of children.
-pub struct Shared<K: Reconcile> {
+/// One controller's state: the project's reconciler, the manager's context, its own backoff,
+/// and the caches of children.
+pub struct Shared<R: Reconcile> {
+    /// The project's reconciler.
+    pub reconciler: Arc<R>,
     /// The manager's context.
     pub ctx: Arc<Context>,
     backoff: Backoff,
     caches: Caches,
-    /// Per UID, the resource version of the object a status was last written for, and that
-    /// status: the cache may hand the same version over again before the write reaches it,
-    /// and writing the same status twice is a request for nothing.
-    written: Mutex<Recent<Written>>,
-    /// Per UID, the generation the children were last applied for, for the same reason.
-    applied: Mutex<Recent<i64>>,
-    kind: std::marker::PhantomData<fn() -> K>,
+    /// Per object UID, the version of the object and the `Ready` outcome last written for it:
+    /// the cache may not show a write yet (a success right after a failure must still be
+    /// written, the same outcome twice need not).
+    written: Mutex<Recent<(String, String)>>,
+    /// Per object UID, the version the kind's own status fields were last written at, and
+    /// what was written.
+    own_written: Mutex<Recent<(String, String)>>,
+    /// Per child UID, the resource version the API server returned for this manager's last
+    /// write of it, with the hash of what was written: a child at that version is as desired
+    /// even where the server normalised a value.
+    applied: Mutex<Recent<(String, String)>>,
 }
 
-impl<K: Reconcile> Shared<K> {
-    fn new(ctx: Arc<Context>, caches: Caches) -> Self {
+impl<R: Reconcile> Shared<R> {
+    fn new(reconciler: Arc<R>, ctx: Arc<Context>, caches: Caches) -> Self {
         Self {
-            ctx,
+            reconciler,
             backoff: Backoff::default(),
+            ctx,
             caches,
             written: Mutex::default(),
+            own_written: Mutex::default(),
             applied: Mutex::default(),
-            kind: std::marker::PhantomData,
         }
     }
 
@@ -180,123 +242,137 @@ impl<K: Reconcile> Shared<K> {
     /// (tests fill them by hand).
     #[cfg(any(test, feature = "testing"))]
     pub fn filled(
+        reconciler: R,
         ctx: Arc<Context>,
         children: Vec<serde_json::Value>,
         others: Vec<serde_json::Value>,
     ) -> Self {
-        let kinds = K::Children::kinds();
-        Self::new(ctx, Caches::filled(kinds, children, others))
+        Self::filled_shared(Arc::new(reconciler), ctx, children, others)
     }
 
-    /// Whether the children were already applied for the object's current generation.
-    fn applied_for(&self, object: &K) -> bool {
-        let (Some(uid), Some(generation)) = (object.uid(), object.meta().generation) else {
-            return false;
-        };
-        let applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-        applied.get(&uid).is_some_and(|g| *g == generation)
+    /// [`Shared::filled`], with a reconciler other states share.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn filled_shared(
+        reconciler: Arc<R>,
+        ctx: Arc<Context>,
+        children: Vec<serde_json::Value>,
+        others: Vec<serde_json::Value>,
+    ) -> Self {
+        let kinds = R::Children::kinds();
+        Self::new(reconciler, ctx, Caches::filled(kinds, children, others))
     }
 
-    fn remember_applied(&self, object: &K) {
-        if let (Some(uid), Some(generation)) = (object.uid(), object.meta().generation) {
-            let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-            applied.insert(uid, generation);
-        }
-    }
-
-    /// Whether `status` was already written for this very version of the object.
-    fn already_written(&self, object: &K, status: &str) -> bool {
-        let (Some(uid), Some(version)) = (object.uid(), object.resource_version()) else {
-            return false;
-        };
-        let written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        written
-            .get(&uid)
-            .is_some_and(|w| w.version == version && w.status == status)
-    }
-
-    fn remember_written(&self, object: &K, status: String) {
-        if let (Some(uid), Some(version)) = (object.uid(), object.resource_version()) {
-            let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            written.insert(uid, Written { version, status });
-        }
-    }
-
-    fn forget(&self, object: &K) {
+    fn forget(&self, object: &R::Kind) {
         if let Some(uid) = object.uid() {
             self.backoff.forget(&uid);
-            let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            written.remove(&uid);
-            let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-            applied.remove(&uid);
+            lock(&self.written).remove(&uid);
+            lock(&self.own_written).remove(&uid);
         }
     }
 }
 
-/// A status written for one version of an object.
-struct Written {
-    version: String,
-    status: String,
+/// The guarded value, also after a panic elsewhere poisoned the lock: every value kept under
+/// these locks is whole after each statement.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The entry point of `K`'s controller, to list in a project's `CONTROLLERS`
-/// (`kopgen_runtime::reconciler::start::<Blog>`).
-pub fn start<K: Reconcile>(
+/// The entry point of `R`'s controller, to list in a project's `CONTROLLERS`
+/// (`kopgen_runtime::reconciler::start::<BlogReconciler>`).
+pub fn start<R: Reconcile + Default>(
     ctx: Arc<Context>,
     shutdown: CancellationToken,
-) -> futures::future::BoxFuture<'static, ()> {
-    Box::pin(run::<K>(ctx, shutdown))
+) -> BoxFuture<'static, Result<()>> {
+    Box::pin(run(R::default(), ctx, shutdown))
 }
 
-/// Runs the controller of `K` until `shutdown`, then drains in-flight reconciles.
-pub async fn run<K: Reconcile>(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let objects: Api<K> =
-        <K::Scope as KindScope>::api(ctx.client.clone(), ctx.namespace.as_deref());
+/// Runs `reconciler`'s controller until `shutdown`, then drains in-flight reconciles. Fails if
+/// its caches are not filled within the cache sync timeout (a CRD not installed, a watch RBAC
+/// forbids). The manager bounds the drain ([`crate::Manager::run_controllers`]).
+pub async fn run<R: Reconcile>(
+    reconciler: R,
+    ctx: Arc<Context>,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let objects: Api<R::Kind> = <<R::Kind as Resource>::Scope as KindScope>::api(
+        ctx.client.clone(),
+        ctx.namespace.as_deref(),
+    );
     let (store, writer) = reflector::store();
-    let triggers = watch::streaming(objects, watcher::Config::default().any_semantic())
+    let errors = WatchErrors::default();
+    let events = watch::streaming(objects, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(watch::slim)
         .reflect(writer)
-        .applied_objects()
+        .applied_objects();
+    let triggers = if R::OWNS_STATUS {
         // Status writes (this controller's own included) do not change the generation.
-        .predicate_filter(predicates::generation, Default::default());
+        events
+            .predicate_filter(predicates::generation, Default::default())
+            .boxed()
+    } else {
+        events.boxed()
+    };
     // Children live where the manager watches, whatever the owner's scope.
-    let watched = Caches::watch(K::Children::kinds(), &ctx, ctx.namespace.as_deref());
+    let namespace = ctx.namespace.as_deref();
+    let watched = Caches::watch(R::Children::kinds(), &ctx, namespace, &errors);
     let mut caches = Caches { kinds: Vec::new() };
     let mut owners = Vec::new();
-    let mut names = Vec::new();
     for kind in watched {
         caches.kinds.extend(kind.caches.kinds);
         owners.push(kind.owners);
-        names.push(tokio::spawn(kind.names));
     }
     let owners = futures::stream::select_all(owners)
-        .filter_map(|owner| std::future::ready(children::owner_ref::<K>(owner)));
-    let shared = Arc::new(Shared::<K>::new(ctx.clone(), caches));
+        .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)));
+    let shared = Arc::new(Shared::new(Arc::new(reconciler), ctx.clone(), caches));
+    let synced = {
+        let (store, shared) = (store.clone(), shared.clone());
+        async move {
+            store.wait_until_ready().await.map_err(|_| ())?;
+            shared.caches.filled_once().await.map_err(|_| ())
+        }
+    };
+    let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
     let config = controller::Config::default().concurrency(ctx.concurrency);
-    Controller::for_stream(triggers, store)
+    let controller = Controller::for_stream(triggers, store)
         .reconcile_on(owners)
         .with_config(config)
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile::<K>, error_policy::<K>, shared)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => debug!(%object, "reconciled"),
-                // Logged once, by `error_policy`.
-                Err(controller::Error::ReconcilerFailed(..)) => {}
-                Err(controller::Error::ObjectNotFound(object)) => {
-                    debug!(%object, "deleted before its reconcile")
+        .run(reconcile::<R>, error_policy::<R>, shared)
+        .for_each(|result| {
+            let errors = errors.clone();
+            async move {
+                match result {
+                    Ok((object, _)) => debug!(%object, "reconciled"),
+                    // Logged once, by `error_policy`.
+                    Err(controller::Error::ReconcilerFailed(..)) => {}
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        debug!(%object, "deleted before its reconcile")
+                    }
+                    Err(error) => {
+                        warn!(
+                            controller = R::NAME,
+                            %error,
+                            "watch failed: is the CRD installed, may the manager list and watch?"
+                        );
+                        errors.record(error.to_string());
+                    }
                 }
-                Err(error) => warn!(
-                    controller = K::CONTROLLER,
-                    %error,
-                    "watch failed: is the CRD installed, and may the manager list and watch?"
-                ),
             }
-        })
-        .await;
-    for task in names {
-        task.abort();
+        });
+    // Runs until shutdown; a sync that fails (times out) ends it early.
+    tokio::pin!(controller);
+    tokio::select! {
+        () = &mut controller => Ok(()),
+        synced = sync => match synced {
+            Ok(()) => {
+                controller.await;
+                Ok(())
+            }
+            Err(error) => Err(error),
+        },
     }
 }
 
@@ -332,112 +408,90 @@ impl KindScope for ClusterResourceScope {
     }
 }
 
-fn namespaced<K: Reconcile>() -> bool {
-    <K::Scope as KindScope>::NAMESPACED
+fn namespaced<R: Reconcile>() -> bool {
+    <<R::Kind as Resource>::Scope as KindScope>::NAMESPACED
 }
 
 /// Brings one object and its children to the desired state. Safe to run any number of times.
-pub async fn reconcile<K: Reconcile>(object: Arc<K>, shared: Arc<Shared<K>>) -> Result<Action> {
+/// Takes at most the manager's reconcile timeout.
+pub async fn reconcile<R: Reconcile>(
+    object: Arc<R::Kind>,
+    shared: Arc<Shared<R>>,
+) -> Result<Action> {
     let ctx = &shared.ctx;
-    let _timer = ctx.metrics.reconcile_started(K::CONTROLLER);
+    let _timer = ctx.metrics.reconcile_started(R::NAME);
+    let limit = ctx.timeouts.reconcile;
+    match tokio::time::timeout(limit, reconcile_once(&*object, &shared)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Error::Timeout(format!(
+            "the reconcile took longer than {limit:?} (--reconcile-timeout)"
+        ))),
+    }
+}
+
+async fn reconcile_once<R: Reconcile>(object: &R::Kind, shared: &Shared<R>) -> Result<Action> {
+    let ctx = &shared.ctx;
     shared.caches.filled_once().await?;
-    let api = own_api(&*object, ctx)?;
+    let api = own_api::<R>(object, ctx)?;
 
     if object.meta().deletion_timestamp.is_some() {
-        if let Some(finalizer) = K::FINALIZER
-            && object.finalizers().iter().any(|f| f == finalizer)
-        {
-            crate::error::recover(object.cleanup(ctx)).await?;
-            remove_finalizer(&api, &*object, finalizer).await?;
-            publish(
-                ctx,
-                &*object,
-                EventType::Normal,
-                "CleanedUp",
-                "cleanup done".into(),
-            );
-        }
-        shared.forget(&*object);
+        finalizer::finalize(&api, object, shared).await?;
+        shared.forget(object);
         return Ok(Action::await_change());
     }
-    if let Some(finalizer) = K::FINALIZER
+    if let Some(finalizer) = R::FINALIZER
         && !object.finalizers().iter().any(|f| f == finalizer)
     {
-        add_finalizer(&api, &*object, finalizer).await?;
+        finalizer::add(&api, object, finalizer).await?;
     }
 
-    let status = apply::status_of(&*object);
     let uid = object
         .uid()
         .ok_or(Error::MissingObjectKey("metadata.uid"))?;
     let observed = Observed::new(&shared.caches, uid.clone());
-    let mut outcome = match crate::error::recover(object.desired(ctx, &observed)).await {
-        Ok(desired) => apply::apply_children(&*object, &desired, &status, &shared)
+    let desired = crate::error::recover(shared.reconciler.desired(object, ctx, &observed)).await;
+    let outcome = match desired {
+        Ok(desired) => apply::write(object, &desired, shared, &api)
             .await
             .map(|()| desired),
         Err(error) => Err(error),
     };
-    let own = match &outcome {
-        Ok(Desired {
-            status: Some(own), ..
-        }) => apply::write_own_status(&api, &*object, &status, own, &shared).await,
-        _ => Ok(()),
-    };
-    if let Err(error) = own {
-        outcome = Err(error);
+    if R::OWNS_STATUS {
+        let written = report::ready(&api, object, outcome.as_ref().err(), shared).await;
+        // A failure's own error says more than a failed status write.
+        if outcome.is_ok() {
+            written?;
+        }
+    } else if let Err(error) = &outcome {
+        let note = error.to_string();
+        publish(ctx, object, EventType::Warning, error.reason(), note);
     }
-    apply::write_status(&api, &*object, &status, outcome.as_ref().err(), &shared).await;
     let desired = outcome?;
     shared.backoff.forget(&uid);
-    let delay = desired
-        .requeue_after
-        .map_or(RESYNC, |delay| delay.min(RESYNC));
+    let delay = match desired.requeue_after {
+        Some(delay) => delay.min(RESYNC),
+        None => jittered(RESYNC, &uid),
+    };
     Ok(Action::requeue(delay))
+}
+
+/// `period`, made up to 10% longer by a value drawn for `key` in this process.
+pub(crate) fn jittered(period: Duration, key: &str) -> Duration {
+    static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let draw = SEED.get_or_init(RandomState::new).hash_one(key);
+    let fraction = (draw % 1000) as f64 / 10_000.0;
+    period.mul_f64(1.0 + fraction)
 }
 
 /// Requeues a failed object by its error's class: exponential backoff for transient errors,
 /// the maximum for missing permissions, none for invalid input until the object changes.
-pub fn error_policy<K: Reconcile>(object: Arc<K>, error: &Error, shared: Arc<Shared<K>>) -> Action {
+pub fn error_policy<R: Reconcile>(
+    object: Arc<R::Kind>,
+    error: &Error,
+    shared: Arc<Shared<R>>,
+) -> Action {
     let metrics = &shared.ctx.metrics;
-    (shared.backoff).requeue_after_failure(K::CONTROLLER, &*object, error, metrics)
-}
-
-async fn add_finalizer<K: Reconcile>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()> {
-    let mut finalizers = object.finalizers().to_vec();
-    finalizers.push(finalizer.to_owned());
-    set_finalizers(api, object, finalizers).await
-}
-
-async fn remove_finalizer<K: Reconcile>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()> {
-    let finalizers = object
-        .finalizers()
-        .iter()
-        .filter(|f| *f != finalizer)
-        .cloned()
-        .collect();
-    set_finalizers(api, object, finalizers).await
-}
-
-/// Replaces the finalizer list, guarded by the resource version: if anyone changed the object
-/// since it was read, the API server refuses (409) and the reconcile retries on fresh data.
-async fn set_finalizers<K: Reconcile>(
-    api: &Api<K>,
-    object: &K,
-    finalizers: Vec<String>,
-) -> Result<()> {
-    let patch = json!({
-        "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": object.resource_version(),
-        }
-    });
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(patch),
-    )
-    .await?;
-    Ok(())
+    (shared.backoff).requeue_after_failure(R::NAME, &*object, error, metrics)
 }
 
 /// Publishes an event about `object` in the background (see [`crate::events`]).
@@ -451,12 +505,12 @@ pub fn publish<K: Resource<DynamicType = ()>>(
     ctx.events.publish(object, type_, reason, note);
 }
 
-fn own_api<K: Reconcile>(object: &K, ctx: &Context) -> Result<Api<K>> {
+fn own_api<R: Reconcile>(object: &R::Kind, ctx: &Context) -> Result<Api<R::Kind>> {
     let namespace = object.namespace();
-    if namespaced::<K>() && namespace.is_none() {
+    if namespaced::<R>() && namespace.is_none() {
         return Err(Error::MissingObjectKey("metadata.namespace"));
     }
-    Ok(<K::Scope as KindScope>::api(
+    Ok(<<R::Kind as Resource>::Scope as KindScope>::api(
         ctx.client.clone(),
         namespace.as_deref(),
     ))

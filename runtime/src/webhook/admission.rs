@@ -4,7 +4,12 @@
 
 use std::{future::Future, sync::Arc};
 
-use axum::{Json, body::Bytes, extract::State, routing::post};
+use axum::{
+    Json,
+    body::Bytes,
+    extract::{DefaultBodyLimit, State},
+    routing::post,
+};
 use json_patch::PatchOperation;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::core::{
@@ -231,6 +236,10 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// The largest admission review body taken: controller-runtime's 7 MiB, room for an UPDATE
+/// of an object near etcd's 1.5 MiB limit with its old version (axum's default is 2 MB).
+pub const ADMISSION_BODY_LIMIT: usize = 7 * 1024 * 1024;
+
 /// Serves the defaulting webhook of `K` at `path`.
 pub fn defaulting<K: Defaulter>(path: &str) -> Routes {
     axum::Router::new().route(
@@ -239,7 +248,8 @@ pub fn defaulting<K: Defaulter>(path: &str) -> Routes {
             |State(context): State<Arc<Context>>, body: Bytes| async move {
                 Json(mutate::<K>(&context, &body).await)
             },
-        ),
+        )
+        .layer(DefaultBodyLimit::max(ADMISSION_BODY_LIMIT)),
     )
 }
 
@@ -251,14 +261,16 @@ pub fn validating<K: Validator>(path: &str) -> Routes {
             |State(context): State<Arc<Context>>, body: Bytes| async move {
                 Json(validate::<K>(&context, &body).await)
             },
-        ),
+        )
+        .layer(DefaultBodyLimit::max(ADMISSION_BODY_LIMIT)),
     )
 }
 
 /// Answers a defaulting review: a JSON patch from the object as sent to the object after
-/// [`Defaulter::set_defaults`]. Fields the Rust type does not know are never removed
-/// (controller-runtime's default), so a webhook built from older types cannot drop a newer
-/// client's fields.
+/// [`Defaulter::set_defaults`]. What only the round trip through the Rust type changes (fields
+/// the type does not know, which it drops; empty values it writes) is left out of the patch, as
+/// controller-runtime does, so a webhook built from older types cannot drop a newer client's
+/// fields; what the defaulter itself removes (a key, a list item) is removed.
 pub async fn mutate<K: Defaulter>(
     context: &Context,
     body: &[u8],
@@ -271,25 +283,23 @@ pub async fn mutate<K: Defaulter>(
     let Some((raw, mut object)) = request.object else {
         return response.into_review();
     };
+    let round_trip = serde_json::to_value(&object);
     if let Err(denied) = object.set_defaults(&review).await {
         return refuse::<K>(response, denied, &request.name).into_review();
     }
-    let defaulted = match serde_json::to_value(&object) {
-        Ok(value) => value,
-        Err(error) => {
+    let (round_trip, defaulted) = match (round_trip, serde_json::to_value(&object)) {
+        (Ok(round_trip), Ok(defaulted)) => (round_trip, defaulted),
+        (Err(error), _) | (_, Err(error)) => {
             return response
                 .deny(format!("cannot serialize: {error}"))
                 .into_review();
         }
     };
+    let artefacts = json_patch::diff(&raw, &round_trip).0;
     let operations: Vec<PatchOperation> = json_patch::diff(&raw, &defaulted)
         .0
         .into_iter()
-        .filter(|operation| match operation {
-            PatchOperation::Remove(_) => false,
-            PatchOperation::Add(add) => !add.value.is_null(),
-            _ => true,
-        })
+        .filter(|operation| !artefacts.contains(operation))
         .collect();
     if operations.is_empty() {
         return response.into_review();

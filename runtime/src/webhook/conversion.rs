@@ -225,12 +225,18 @@ fn restore_metadata(converted: &mut Value, original: Option<Value>) {
     }
 }
 
+/// The largest ConversionReview body taken. controller-runtime sets none: the API server sends
+/// a whole list to convert at once (a few thousand objects of a large kind run to hundreds of
+/// MB), and only it can reach the webhook. Bounded all the same, far above what it sends.
+pub const CONVERSION_BODY_LIMIT: usize = 1024 * 1024 * 1024;
+
 /// Serves `/convert`, the path of every CRD's conversion webhook, for the kinds of `conversions`.
 pub fn converting(conversions: Vec<Box<dyn Convert>>) -> Routes {
     let conversions = Arc::new(conversions);
     axum::Router::new().route(
         "/convert",
-        post(move |body: Bytes| async move { Json(convert(&body, &conversions)) }),
+        post(move |body: Bytes| async move { Json(convert(&body, &conversions)) })
+            .layer(axum::extract::DefaultBodyLimit::max(CONVERSION_BODY_LIMIT)),
     )
 }
 
@@ -275,13 +281,61 @@ pub fn convert(body: &[u8], conversions: &[Box<dyn Convert>]) -> ConversionRevie
     response.success(converted).into_review()
 }
 
+/// Why [`same_fields`] could not carry a value from one version to the other: their fields
+/// differ, and the conversion must say how to map them.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: the versions' fields differ here; write this field's conversion")]
+pub struct FieldsDiffer(String);
+
 /// The fields of `value` read as another type with the same field names: a spoke and its hub
-/// while their fields are still alike, as the scaffolded conversions assume. A field only one
-/// side has is dropped; a change of a field's type gives the other side's default, which the
-/// conversion tests catch on the samples.
-pub fn same_fields<A: Serialize, B: DeserializeOwned + Default>(value: A) -> B {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|value| serde_json::from_value(value).ok())
-        .unwrap_or_default()
+/// while their fields are still alike, as the scaffolded conversions assume. Once they differ
+/// (a field only one side has, a field whose type changed) it fails, naming the field, so the
+/// conversion (and the API server's request that needed it) fails instead of losing data: a
+/// client that read the other version and wrote it back would otherwise erase it.
+pub fn same_fields<A: Serialize, B: Serialize + DeserializeOwned>(
+    value: A,
+) -> Result<B, FieldsDiffer> {
+    let from = serde_json::to_value(value).map_err(|e| FieldsDiffer(e.to_string()))?;
+    let to: B = serde_json::from_value(from.clone()).map_err(|e| FieldsDiffer(e.to_string()))?;
+    let back = serde_json::to_value(&to).map_err(|e| FieldsDiffer(e.to_string()))?;
+    match lost(&from, &back) {
+        Some(path) => Err(FieldsDiffer(format!(
+            "`{path}` has no place in the other version"
+        ))),
+        None => Ok(to),
+    }
+}
+
+/// The first field of `from` (dotted, `[i]` for list items) that `to` does not hold with the
+/// same value; empty values count as absent (types skip them when they serialize).
+fn lost(from: &Value, to: &Value) -> Option<String> {
+    let empty = |value: &Value| match value {
+        Value::Null => true,
+        Value::Array(items) => items.is_empty(),
+        Value::Object(fields) => fields.is_empty(),
+        _ => false,
+    };
+    match (from, to) {
+        (Value::Object(from), Value::Object(to)) => {
+            from.iter().find_map(|(key, value)| match to.get(key) {
+                Some(other) => lost(value, other).map(|path| join(key, &path)),
+                None if empty(value) => None,
+                None => Some(key.clone()),
+            })
+        }
+        (Value::Array(from), Value::Array(to)) if from.len() == to.len() => (from.iter())
+            .zip(to)
+            .enumerate()
+            .find_map(|(i, (a, b))| lost(a, b).map(|path| join(&format!("[{i}]"), &path))),
+        (from, to) if from == to || empty(from) => None,
+        _ => Some(String::new()),
+    }
+}
+
+fn join(head: &str, rest: &str) -> String {
+    match rest {
+        "" => head.to_owned(),
+        rest if rest.starts_with('[') => format!("{head}{rest}"),
+        rest => format!("{head}.{rest}"),
+    }
 }

@@ -170,3 +170,72 @@ fn a_conversion_that_cannot_be_done_fails_the_review_naming_the_object() {
     let review = serde_json::to_value(convert(b"{", &conversions())).expect("serializes");
     assert_eq!(review["response"]["result"]["status"], "Failure");
 }
+
+/// While two versions have the same fields they are carried over by name; once they differ, the
+/// copy fails naming the field, instead of giving an empty spec that a client reading one
+/// version and writing it back would store over the real one.
+#[test]
+fn same_fields_fails_once_the_versions_differ() {
+    use serde::{Deserialize, Serialize};
+
+    use super::conversion::same_fields;
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Old {
+        size: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    }
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Same {
+        size: String,
+        #[serde(default)]
+        note: Option<String>,
+        #[serde(default)]
+        added: Vec<String>,
+    }
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Renamed {
+        #[serde(default)]
+        length: String,
+    }
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Retyped {
+        size: i64,
+    }
+    let old = || Old {
+        size: "3".into(),
+        note: None,
+    };
+    let same: Same = same_fields(old()).expect("alike");
+    assert_eq!(same.size, "3");
+    let renamed = same_fields::<_, Renamed>(old()).expect_err("size has no place");
+    assert!(renamed.to_string().contains("`size`"), "{renamed}");
+    let retyped = same_fields::<_, Retyped>(old()).expect_err("size is a number there");
+    assert!(
+        retyped
+            .to_string()
+            .contains("write this field's conversion"),
+        "{retyped}"
+    );
+    let nested = json!({"spec": {"items": [{"a": 1}, {"a": 2, "b": 3}]}});
+    #[derive(Serialize, Deserialize)]
+    struct Item {
+        a: i64,
+    }
+    #[derive(Serialize, Deserialize)]
+    struct Spec {
+        items: Vec<Item>,
+    }
+    #[derive(Serialize, Deserialize)]
+    struct Top {
+        spec: Spec,
+    }
+    let error = same_fields::<_, Top>(nested).err().map(|e| e.to_string());
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("`spec.items[1].b`")),
+        "{error:?}"
+    );
+}

@@ -59,7 +59,7 @@ pub use admission::{
     Admitted, Defaulter, Denied, FieldError, Review, Validator, Verdict, Warnings, defaulting,
     validating,
 };
-pub use conversion::{Conversion, Convert, same_fields};
+pub use conversion::{Conversion, Convert, FieldsDiffer, same_fields};
 
 use crate::Context;
 use conversion::converting;

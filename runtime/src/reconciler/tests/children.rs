@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::*;
+use super::super::*;
 use crate::error::Retry;
 use crate::testing::{
     applied_children, child_path, converged, converges_and_is_idempotent, converse,
@@ -48,13 +48,22 @@ pub struct SiteStatus {
     pages: Option<usize>,
 }
 
-impl Reconcile for Site {
-    type Children = (ConfigMap, Secret);
-    const CONTROLLER: &'static str = "test-site";
+#[derive(Default)]
+struct SiteReconciler;
 
-    async fn desired(&self, _: &Context, observed: &Observed<'_>) -> Result<Desired<Self>> {
-        let namespace = match self.spec.elsewhere.as_str() {
-            "" => self.namespace(),
+impl Reconcile for SiteReconciler {
+    type Kind = Site;
+    type Children = (ConfigMap, Secret);
+    const NAME: &'static str = "test-site";
+
+    async fn desired(
+        &self,
+        site: &Site,
+        _: &Context,
+        observed: &Observed<'_>,
+    ) -> Result<Desired<Self>> {
+        let namespace = match site.spec.elsewhere.as_str() {
+            "" => site.namespace(),
             other => Some(other.to_owned()),
         };
         let meta = |name: String| ObjectMeta {
@@ -62,12 +71,12 @@ impl Reconcile for Site {
             namespace: namespace.clone(),
             ..ObjectMeta::default()
         };
-        let pages = self.spec.pages.iter().map(|page| ConfigMap {
-            metadata: meta(format!("{}-{page}", self.name_any())),
+        let pages = site.spec.pages.iter().map(|page| ConfigMap {
+            metadata: meta(format!("{}-{page}", site.name_any())),
             ..ConfigMap::default()
         });
         let key = Secret {
-            metadata: meta(format!("{}-key", self.name_any())),
+            metadata: meta(format!("{}-key", site.name_any())),
             ..Secret::default()
         };
         let existing = observed.children::<ConfigMap>()?.len();
@@ -81,10 +90,10 @@ impl Reconcile for Site {
                     existing > 0,
                     "Pages",
                     format!("{existing} pages"),
-                    self.meta().generation,
+                    site.meta().generation,
                 )],
                 ..SiteStatus::default()
-            })
+            })?
             .prune::<ConfigMap>()
             .requeue_after(Duration::from_secs(90)))
     }
@@ -98,7 +107,7 @@ fn site(pages: &[&str]) -> Site {
 
 /// `object` converged, its own status fields written too.
 fn published(object: &Site, pages: usize) -> Site {
-    let mut object = converged(object);
+    let mut object = converged::<SiteReconciler>(object);
     let status = object.status.get_or_insert_default();
     status.pages = Some(pages);
     let mut published = crate::status::condition(
@@ -117,16 +126,16 @@ fn published(object: &Site, pages: usize) -> Site {
 #[tokio::test]
 async fn every_child_kind_is_created_owned_and_then_left_alone() {
     // The pattern checks of every scaffolded controller, on two kinds at once.
-    converges_and_is_idempotent(site(&["home", "about"])).await;
-    drift_is_repaired(site(&["home"])).await;
-    deletion_is_released(site(&["home"])).await;
+    converges_and_is_idempotent(SiteReconciler, site(&["home", "about"])).await;
+    drift_is_repaired(SiteReconciler, site(&["home"])).await;
+    deletion_is_released(SiteReconciler, site(&["home"])).await;
 }
 
 #[tokio::test]
 async fn own_status_fields_are_applied_by_a_field_manager_of_their_own_and_only_when_they_change() {
-    let object = converged(&site(&["home"]));
-    let children = applied_children(&object).await;
-    let (shared, mut server) = mock_shared::<Site>(children.clone());
+    let object = converged::<SiteReconciler>(&site(&["home"]));
+    let children = applied_children(&SiteReconciler, &object).await;
+    let (shared, mut server) = mock_shared(SiteReconciler, children.clone());
     let status_path = format!("{}/status", path_of(&object));
     let reply = serde_json::to_value(&object).expect("serializes");
     let scenario = async move {
@@ -154,7 +163,7 @@ async fn own_status_fields_are_applied_by_a_field_manager_of_their_own_and_only_
     assert_eq!(requests.len(), 1, "{requests:?}");
 
     let object = published(&site(&["home"]), 1);
-    let (shared, server) = mock_shared::<Site>(children);
+    let (shared, server) = mock_shared(SiteReconciler, children);
     let (_, requests) = converse(async move { server }, reconcile(Arc::new(object), shared)).await;
     assert!(requests.is_empty(), "nothing changed: {requests:?}");
 }
@@ -162,7 +171,7 @@ async fn own_status_fields_are_applied_by_a_field_manager_of_their_own_and_only_
 #[tokio::test]
 async fn children_of_a_pruned_kind_that_are_no_longer_desired_are_deleted() {
     let before = published(&site(&["home", "old"]), 2);
-    let children = applied_children(&before).await;
+    let children = applied_children(&SiteReconciler, &before).await;
     let object = published(&site(&["home"]), 2);
     let mut old = children
         .iter()
@@ -175,8 +184,8 @@ async fn children_of_a_pruned_kind_that_are_no_longer_desired_are_deleted() {
         .cloned()
         .chain([old.clone()])
         .collect();
-    let (shared, mut server) = mock_shared::<Site>(kept);
-    let old_path = child_path::<Site>(&old);
+    let (shared, mut server) = mock_shared(SiteReconciler, kept);
+    let old_path = child_path::<SiteReconciler>(&old);
     let events = events_path(&object);
     let scenario = async move {
         let request = server
@@ -198,9 +207,9 @@ async fn children_of_a_pruned_kind_that_are_no_longer_desired_are_deleted() {
 
 #[tokio::test]
 async fn a_namespaced_objects_child_in_another_namespace_is_refused() {
-    let mut object = converged(&site(&["home"]));
+    let mut object = converged::<SiteReconciler>(&site(&["home"]));
     object.spec.elsewhere = "other".into();
-    let (shared, mut server) = mock_shared::<Site>(Vec::<Value>::new());
+    let (shared, mut server) = mock_shared(SiteReconciler, Vec::<Value>::new());
     let status_path = format!("{}/status", path_of(&object));
     let events = events_path(&object);
     let reply = serde_json::to_value(&object).expect("serializes");
@@ -227,7 +236,7 @@ async fn a_namespaced_objects_child_in_another_namespace_is_refused() {
 
 #[test]
 fn a_child_of_a_kind_the_controller_does_not_declare_is_an_error() {
-    let error = Desired::<Site>::new()
+    let error = Desired::<SiteReconciler>::new()
         .child(k8s_openapi::api::core::v1::Service::default())
         .err()
         .expect("refused");

@@ -1,25 +1,32 @@
+//! The reconciler on the mocked API server: the kinds and controllers the tests share, and the
+//! basic guarantees (error classes, backoff, owner mapping, adoption refusal, the create-then-
+//! apply hand-over, the cache wait, status written once, failures and panics).
+
+mod builtin;
+mod children;
+mod faults;
+
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, api::ObjectMeta};
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::error::Retry;
 use crate::{
-    children::owner_of,
+    caches::owner_of,
     testing::{
         applied_children_of, converged, converse, events_path, mock_shared, mock_shared_with_names,
         object_from_sample, path_of,
     },
 };
 
-/// The ConfigMaps a kind's object asks for, as the machinery applies them.
-async fn applied_children<K: Reconcile>(object: &K) -> Vec<ConfigMap> {
-    applied_children_of::<K, ConfigMap>(object).await
+/// The ConfigMaps a Thing asks for, as the machinery applies them.
+async fn applied_children(object: &Thing) -> Vec<ConfigMap> {
+    applied_children_of::<ThingReconciler, ConfigMap>(&ThingReconciler, object).await
 }
 
 const NONE: Vec<ConfigMap> = Vec::new();
@@ -46,23 +53,29 @@ pub struct ThingStatus {
     observed_generation: Option<i64>,
 }
 
-impl Reconcile for Thing {
+/// Things' controller: a ConfigMap with the value, `invalid` refused, `panic` panics.
+#[derive(Default)]
+struct ThingReconciler;
+
+impl Reconcile for ThingReconciler {
+    type Kind = Thing;
     type Children = (ConfigMap,);
-    const CONTROLLER: &'static str = "test-thing";
-    async fn desired(&self, _: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
-        if self.spec.value == "invalid" {
+    const NAME: &'static str = "test-thing";
+
+    async fn desired(&self, thing: &Thing, _: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+        if thing.spec.value == "invalid" {
             return Err(Error::InvalidSpec("value may not be `invalid`".into()));
         }
-        if self.spec.value == "panic" {
+        if thing.spec.value == "panic" {
             panic!("the user's code panicked");
         }
         Desired::new().child(ConfigMap {
             metadata: ObjectMeta {
-                name: Some(self.name_any()),
-                namespace: self.namespace(),
+                name: Some(thing.name_any()),
+                namespace: thing.namespace(),
                 ..ObjectMeta::default()
             },
-            data: Some([("value".to_owned(), self.spec.value.clone())].into()),
+            data: Some([("value".to_owned(), thing.spec.value.clone())].into()),
             ..ConfigMap::default()
         })
     }
@@ -78,13 +91,23 @@ impl Reconcile for Thing {
 )]
 pub struct TenantSpec {}
 
-impl Reconcile for Tenant {
+#[derive(Default)]
+struct TenantReconciler;
+
+impl Reconcile for TenantReconciler {
+    type Kind = Tenant;
     type Children = (ConfigMap,);
-    const CONTROLLER: &'static str = "test-tenant";
-    async fn desired(&self, ctx: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+    const NAME: &'static str = "test-tenant";
+
+    async fn desired(
+        &self,
+        tenant: &Tenant,
+        ctx: &Context,
+        _: &Observed<'_>,
+    ) -> Result<Desired<Self>> {
         Desired::new().child(ConfigMap {
             metadata: ObjectMeta {
-                name: Some(format!("tenant-{}", self.name_any())),
+                name: Some(format!("tenant-{}", tenant.name_any())),
                 namespace: Some(ctx.operator_namespace.clone()),
                 ..ObjectMeta::default()
             },
@@ -106,6 +129,11 @@ fn api_error(code: u16) -> Error {
     ))
 }
 
+/// The requeue of a healthy object without a requeue of its own: the resync, jittered by uid.
+fn resync(object: &Thing) -> Action {
+    Action::requeue(jittered(RESYNC, &object.uid().unwrap_or_default()))
+}
+
 #[test]
 fn errors_are_retried_by_class() {
     assert_eq!(api_error(500).retry(), Retry::Backoff);
@@ -113,12 +141,38 @@ fn errors_are_retried_by_class() {
     assert!(matches!(api_error(403).retry(), Retry::After(_)));
     assert_eq!(api_error(422).retry(), Retry::OnChange);
     assert_eq!(Error::InvalidSpec("x".into()).retry(), Retry::OnChange);
+    let cleanup = Error::Cleanup(Box::new(api_error(503)));
+    assert_eq!(
+        cleanup.retry(),
+        Retry::Backoff,
+        "a cleanup error keeps its class"
+    );
+    assert_eq!(cleanup.reason(), "CleanupFailed");
+}
+
+#[test]
+fn resyncs_are_spread_over_ten_percent_by_object() {
+    let delays: Vec<Duration> = (0..50)
+        .map(|i| jittered(RESYNC, &format!("uid-{i}")))
+        .collect();
+    assert!(
+        delays
+            .iter()
+            .all(|d| *d >= RESYNC && *d <= RESYNC.mul_f64(1.1))
+    );
+    assert_eq!(
+        jittered(RESYNC, "uid-1"),
+        delays[1],
+        "the same object, the same delay"
+    );
+    let distinct: std::collections::BTreeSet<_> = delays.iter().collect();
+    assert!(distinct.len() > 40, "objects resync apart: {delays:?}");
 }
 
 #[tokio::test]
 async fn backoff_is_per_controller_and_per_uid() {
-    let (things, _server) = mock_shared::<Thing>(NONE);
-    let (tenants, _other) = mock_shared::<Tenant>(NONE);
+    let (things, _server) = mock_shared(ThingReconciler, NONE);
+    let (tenants, _other) = mock_shared(TenantReconciler, NONE);
     let first = Arc::new(thing("a"));
     let mut renamed = thing("a");
     renamed.meta_mut().uid = Some("another-uid".into());
@@ -131,17 +185,19 @@ async fn backoff_is_per_controller_and_per_uid() {
         delay(two.clone()),
         "the same object backs off further"
     );
+    let first_delay = |uid: &str| Action::requeue(jittered(Duration::from_secs(1), uid));
     let other = error_policy(Arc::new(renamed), &error, things.clone());
     assert_eq!(
         delay(other),
-        delay(Action::requeue(Duration::from_secs(1))),
+        delay(first_delay("another-uid")),
         "another object (same name, other uid) starts afresh"
     );
-    let tenant = Arc::new(Tenant::new("a", TenantSpec {}));
-    let elsewhere = error_policy(tenant, &error, tenants);
+    let mut tenant = Tenant::new("a", TenantSpec {});
+    tenant.meta_mut().uid = Some("tenant-uid".into());
+    let elsewhere = error_policy(Arc::new(tenant), &error, tenants);
     assert_eq!(
         delay(elsewhere),
-        delay(Action::requeue(Duration::from_secs(1))),
+        delay(first_delay("tenant-uid")),
         "another controller has its own table"
     );
 }
@@ -202,7 +258,7 @@ async fn an_object_of_the_childs_name_that_this_owner_does_not_control_is_left_a
     let mut foreign = applied_children(&object).await.remove(0);
     foreign.owner_references_mut().clear();
     foreign.labels_mut().clear();
-    let (shared, mut server) = mock_shared_with_names::<Thing>(NONE, vec![foreign]);
+    let (shared, mut server) = mock_shared_with_names(ThingReconciler, NONE, vec![foreign]);
     let status_path = format!("{}/status", path_of(&object));
     let events = events_path(&object);
     let status_reply = serde_json::to_value(&object).expect("serializes");
@@ -229,43 +285,19 @@ async fn an_object_of_the_childs_name_that_this_owner_does_not_control_is_left_a
     );
 }
 
-#[tokio::test]
-async fn after_a_spec_change_the_children_are_applied_even_if_they_look_applied() {
-    let mut object = converged(&thing("a"));
-    object.meta_mut().generation = Some(2);
-    let children = applied_children(&object).await;
-    let child = children[0].clone();
-    let reply = serde_json::to_value(&child).expect("serializes");
-    let status_reply = serde_json::to_value(&object).expect("serializes");
-    let (shared, mut server) = mock_shared::<Thing>(children);
-    let (child_path, status_path) = (path_of(&child), format!("{}/status", path_of(&object)));
-    let events = events_path(&object);
-    let scenario = async move {
-        server
-            .expect(Method::PATCH, &child_path, StatusCode::OK, reply)
-            .await;
-        server
-            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
-            .await;
-        let request = server
-            .expect(Method::PATCH, &status_path, StatusCode::OK, status_reply)
-            .await;
-        assert_eq!(request.body["status"]["observedGeneration"], 2);
-        server
-    };
-    let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
-}
-
 /// A child this manager created has its fields in the manager's `Update` entry, which no
 /// apply prunes: its first update hands them to the `Apply` entry (guarded by the resource
 /// version) and applies again, so that a key the spec dropped is removed.
 #[tokio::test]
 async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
-    let mut object = converged(&thing("a"));
-    object.meta_mut().generation = Some(2);
+    let object = converged::<ThingReconciler>(&thing("a"));
     let children = applied_children(&object).await;
     let child = children[0].clone();
+    // The cached child was applied for another value: the hash differs.
+    let mut cached = child.clone();
+    cached
+        .annotations_mut()
+        .insert(APPLIED.into(), "0ld".into());
     let entry = |operation: &str, fields: Value| {
         json!({
             "manager": crate::testing::MANAGER, "operation": operation, "apiVersion": "v1",
@@ -279,10 +311,10 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
         entry("Apply", json!({"f:data": {"f:value": {}}})),
         {"manager": "someone-else", "operation": "Update", "apiVersion": "v1"},
     ]);
-    let reply = serde_json::to_value(&child).expect("serializes");
-    let status_reply = serde_json::to_value(&object).expect("serializes");
-    let (shared, mut server) = mock_shared::<Thing>(children);
-    let (child_path, status_path) = (path_of(&child), format!("{}/status", path_of(&object)));
+    let mut reply = serde_json::to_value(&child).expect("serializes");
+    reply["metadata"]["resourceVersion"] = json!("8");
+    let (shared, mut server) = mock_shared(ThingReconciler, vec![cached]);
+    let child_path = path_of(&child);
     let events = events_path(&object);
     let scenario = async move {
         let first = server
@@ -315,12 +347,9 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
             .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
             .await;
         server
-            .expect(Method::PATCH, &status_path, StatusCode::OK, status_reply)
-            .await;
-        server
     };
-    let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
+    assert_eq!(action.expect("reconcile succeeds"), resync(&object));
     assert!(
         hand_over_created_fields(&child, crate::testing::MANAGER).is_none(),
         "nothing to hand over without an Update entry"
@@ -331,22 +360,22 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
 /// waits for them: with the child in the cache, a converged object needs no request.
 #[tokio::test]
 async fn a_reconcile_waits_for_the_first_lists_of_its_caches() {
-    let object = converged(&thing("a"));
+    let object = converged::<ThingReconciler>(&thing("a"));
     let (ctx, server) = crate::testing::mock_context();
-    let (caches, mut children_writer, mut names_writer) = crate::children::unfilled::<ConfigMap>();
-    let shared = Arc::new(Shared::<Thing>::new(ctx, caches));
+    let (caches, mut children_writer, mut names_writer) = crate::caches::unfilled::<ConfigMap>();
+    let shared = Arc::new(Shared::new(Arc::new(ThingReconciler), ctx, caches));
     let mut reconciling = Box::pin(reconcile(Arc::new(object.clone()), shared));
     let early = tokio::time::timeout(Duration::from_millis(200), &mut reconciling).await;
     assert!(early.is_err(), "it waits for the caches");
     crate::testing::fill(&mut children_writer, applied_children(&object).await);
     crate::testing::fill(&mut names_writer, Vec::new());
     let (action, requests) = converse(async move { server }, reconciling).await;
-    assert_eq!(action.expect("reconcile succeeds"), Action::requeue(RESYNC));
+    assert_eq!(action.expect("reconcile succeeds"), resync(&object));
     assert!(requests.is_empty(), "nothing to write: {requests:?}");
 }
 
-/// The cache may hand over the version of an object its children were just applied and
-/// its status just written for; neither is written again for it.
+/// The cache may hand over the version of an object its children were just applied and its
+/// status just written for; neither is written again for it.
 #[tokio::test]
 async fn a_status_is_written_once_per_version_of_the_object() {
     let object = thing("a");
@@ -355,23 +384,16 @@ async fn a_status_is_written_once_per_version_of_the_object() {
     let children = children
         .iter()
         .map(|c| serde_json::to_value(c).expect("json"));
-    let shared = Arc::new(Shared::<Thing>::filled(ctx, children.collect(), Vec::new()));
+    let shared = Arc::new(Shared::filled(
+        ThingReconciler,
+        ctx,
+        children.collect(),
+        Vec::new(),
+    ));
     let status_path = format!("{}/status", path_of(&object));
-    let reply = serde_json::to_value(converged(&object)).expect("serializes");
-    let child = applied_children(&object).await.remove(0);
-    let (child_path, child_reply) = (
-        path_of(&child),
-        serde_json::to_value(&child).expect("serializes"),
-    );
-    let events = events_path(&object);
+    let reply = serde_json::to_value(converged::<ThingReconciler>(&object)).expect("serializes");
     let scenario = async move {
-        // Never reconciled: the children are applied once, whatever the cache says.
-        server
-            .expect(Method::PATCH, &child_path, StatusCode::OK, child_reply)
-            .await;
-        server
-            .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
-            .await;
+        // The children are as desired (the hash says so): only the status is written.
         server
             .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
             .await;
@@ -395,14 +417,14 @@ async fn a_status_is_written_once_per_version_of_the_object() {
     assert!(first && second);
     assert_eq!(
         requests.len(),
-        3,
+        1,
         "the second reconcile sent nothing: {requests:?}"
     );
 }
 
 #[tokio::test]
 async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
-    let mut object = converged(&thing("invalid"));
+    let mut object = converged::<ThingReconciler>(&thing("invalid"));
     let json = serde_json::to_value(&object).expect("serializes");
     let mut with_foreign = json.clone();
     with_foreign["status"]["conditions"]
@@ -413,7 +435,7 @@ async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
             "lastTransitionTime": "2026-01-01T00:00:00Z"
         }));
     object = serde_json::from_value(with_foreign).expect("deserializes");
-    let (shared, mut server) = mock_shared::<Thing>(NONE);
+    let (shared, mut server) = mock_shared(ThingReconciler, NONE);
     let status_path = format!("{}/status", path_of(&object));
     let events = events_path(&object);
     let scenario = async move {
@@ -435,7 +457,7 @@ async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
     };
     let (result, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     let error = result.expect_err("invalid spec");
-    let (shared, _server) = mock_shared::<Thing>(NONE);
+    let (shared, _server) = mock_shared(ThingReconciler, NONE);
     assert_eq!(
         error_policy(Arc::new(thing("invalid")), &error, shared),
         Action::await_change(),
@@ -447,9 +469,9 @@ async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
 /// end of the manager.
 #[tokio::test]
 async fn a_panic_in_desired_is_an_error_of_that_object() {
-    let object = converged(&thing("panic"));
+    let object = converged::<ThingReconciler>(&thing("panic"));
     let json = serde_json::to_value(&object).expect("serializes");
-    let (shared, mut server) = mock_shared::<Thing>(NONE);
+    let (shared, mut server) = mock_shared(ThingReconciler, NONE);
     let status_path = format!("{}/status", path_of(&object));
     let events = events_path(&object);
     let scenario = async move {

@@ -1,0 +1,471 @@
+//! The caches of a controller's children, one pair per child kind: the children labelled as
+//! this manager's (whole, as JSON text) and the names other objects of the kind hold (their
+//! keys and owner references only). Behind a small object-safe [`Cache`] trait, so that the
+//! reconciler handles every kind with one code path on JSON.
+
+use std::{
+    any::TypeId,
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use futures::{FutureExt, StreamExt, TryStreamExt, future::BoxFuture, stream::BoxStream};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{
+    Api, Resource, ResourceExt,
+    api::ApiResource,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, ObjectRef, Store},
+        watcher,
+    },
+};
+use serde_json::Value;
+use tracing::warn;
+
+use crate::{
+    Context, Error, Result,
+    children::{Child, ChildKind},
+    sync::WatchErrors,
+    watch,
+};
+
+/// A child kind's caches, and the owners its watches say should be looked at again.
+pub(crate) struct Watched {
+    pub(crate) caches: Caches,
+    pub(crate) owners: BoxStream<'static, Owner>,
+}
+
+/// The controller owner of a child that changed, in the child's namespace.
+#[derive(Clone, Debug)]
+pub(crate) struct Owner {
+    pub(crate) reference: OwnerReference,
+    pub(crate) namespace: Option<String>,
+}
+
+/// Every child kind's caches, for one controller.
+#[derive(Clone)]
+pub(crate) struct Caches {
+    pub(crate) kinds: Vec<(TypeId, ApiResource, Arc<dyn Cache>)>,
+}
+
+impl Caches {
+    /// The caches of `kinds`, watching them in `namespace`, or in every namespace; the watches'
+    /// failures go to `errors`.
+    pub(crate) fn watch(
+        kinds: Vec<ChildKind>,
+        ctx: &Context,
+        namespace: Option<&str>,
+        errors: &WatchErrors,
+    ) -> Vec<Watched> {
+        kinds
+            .into_iter()
+            .map(|kind| (kind.watch)(ctx, namespace, errors.clone()))
+            .collect()
+    }
+
+    /// Caches of `kinds` that hold `children` and, as names others hold, `others` (each goes
+    /// to the caches of its `kind`), for tests.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn filled(kinds: Vec<ChildKind>, children: Vec<Value>, others: Vec<Value>) -> Self {
+        let of = |objects: &[Value], resource: &ApiResource| -> Vec<Value> {
+            let objects = objects.iter().filter(|object| is_of(object, resource));
+            objects.cloned().collect()
+        };
+        let kinds = kinds
+            .into_iter()
+            .map(|kind| {
+                let cache =
+                    (kind.filled)(of(&children, &kind.resource), of(&others, &kind.resource));
+                (kind.type_id, kind.resource, cache)
+            })
+            .collect();
+        Self { kinds }
+    }
+
+    /// The cache of the kind of `child` (by `apiVersion` and `kind`).
+    pub(crate) fn of(&self, child: &Value) -> Option<(&ApiResource, &dyn Cache)> {
+        self.kinds
+            .iter()
+            .find(|(_, resource, _)| is_of(child, resource))
+            .map(|(_, resource, cache)| (resource, &**cache))
+    }
+
+    /// The cache of child kind `type_id`.
+    pub(crate) fn by_type(&self, type_id: TypeId) -> Option<&dyn Cache> {
+        (self.kinds.iter())
+            .find(|(id, ..)| *id == type_id)
+            .map(|(.., cache)| &**cache)
+    }
+
+    /// Waits until every cache has had its first list.
+    pub(crate) async fn filled_once(&self) -> Result<()> {
+        for (_, resource, cache) in &self.kinds {
+            cache
+                .ready()
+                .await
+                .map_err(|()| Error::CacheClosed(resource.kind.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn is_of(child: &Value, resource: &ApiResource) -> bool {
+    child["apiVersion"] == resource.api_version.as_str() && child["kind"] == resource.kind.as_str()
+}
+
+/// A child kind's two caches, type-erased: its children (labelled as this manager's), and the
+/// names other objects of the kind hold.
+pub(crate) trait Cache: Send + Sync {
+    /// The cached child `namespace/name`, as JSON.
+    fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>>;
+    /// The object without this manager's label that holds `namespace/name`, if any, as JSON
+    /// of its metadata (its keys and owner references).
+    fn other(&self, namespace: &str, name: &str) -> Result<Option<Value>>;
+    /// Every cached child that `uid` controls, as JSON.
+    fn controlled_by(&self, uid: &str) -> Result<Vec<Value>>;
+    /// Has the owner `reference` (in `namespace`) looked at again once the object without
+    /// this manager's label that holds `namespace/name` changes or goes away.
+    fn wait_for(
+        &self,
+        namespace: &str,
+        name: &str,
+        owner: &OwnerReference,
+        owner_namespace: Option<String>,
+    );
+    /// Resolves once both caches have had their first list; fails if they stopped before.
+    fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>>;
+}
+
+/// Owners waiting for a name another object holds, by that name's key.
+type Waiting = Arc<Mutex<HashMap<(String, String), Vec<Owner>>>>;
+
+/// The owners waiting for `namespace/name`, which changed or went away; they wait no more.
+fn release(waiting: &Waiting, namespace: &str, name: &str) -> Option<Vec<Owner>> {
+    let mut waiting = waiting.lock().unwrap_or_else(|p| p.into_inner());
+    waiting.remove(&(namespace.to_owned(), name.to_owned()))
+}
+
+/// The caches of children of kind `C`.
+struct Typed<C: Child> {
+    children: Store<watch::Packed<C>>,
+    names: Store<watch::Packed<PartialObjectMeta<C>>>,
+    waiting: Waiting,
+}
+
+impl<C: Child> Cache for Typed<C> {
+    fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
+        let key = ObjectRef::new(name).within(namespace);
+        let Some(packed) = self.children.get(&key) else {
+            return Ok(None);
+        };
+        // The packed text is the object's JSON: read once, with no typed decode in between.
+        Ok(Some(serde_json::from_str(packed.json())?))
+    }
+
+    fn other(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
+        let key = ObjectRef::new(name).within(namespace);
+        let Some(packed) = self.names.get(&key) else {
+            return Ok(None);
+        };
+        Ok(Some(serde_json::from_str(packed.json())?))
+    }
+
+    fn controlled_by(&self, uid: &str) -> Result<Vec<Value>> {
+        let mut found = Vec::new();
+        // The uid in the text first: decoding every cached child would cost far more.
+        for packed in self.children.state() {
+            if packed.json().contains(uid) {
+                let child: Value = serde_json::from_str(packed.json())?;
+                if is_controlled_by(&child, uid) {
+                    found.push(child);
+                }
+            }
+        }
+        found.sort_by(|a, b| key_of(a).cmp(&key_of(b)));
+        Ok(found)
+    }
+
+    fn wait_for(
+        &self,
+        namespace: &str,
+        name: &str,
+        owner: &OwnerReference,
+        owner_namespace: Option<String>,
+    ) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let owners = waiting
+            .entry((namespace.to_owned(), name.to_owned()))
+            .or_default();
+        if !owners.iter().any(|o| o.reference.uid == owner.uid) {
+            owners.push(Owner {
+                reference: owner.clone(),
+                namespace: owner_namespace,
+            });
+        }
+    }
+
+    fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>> {
+        async move {
+            self.children.wait_until_ready().await.map_err(|_| ())?;
+            self.names.wait_until_ready().await.map_err(|_| ())
+        }
+        .boxed()
+    }
+}
+
+fn key_of(child: &Value) -> (&str, &str) {
+    let metadata = &child["metadata"];
+    (
+        metadata["namespace"].as_str().unwrap_or_default(),
+        metadata["name"].as_str().unwrap_or_default(),
+    )
+}
+
+/// Whether `uid` is the controller owner of `object` (its JSON).
+pub(crate) fn is_controlled_by(object: &Value, uid: &str) -> bool {
+    (object["metadata"]["ownerReferences"].as_array()).is_some_and(|refs| {
+        refs.iter()
+            .any(|r| r["controller"] == true && r["uid"] == uid)
+    })
+}
+
+/// Watches children of kind `C` labelled as this manager's, and the names of the others.
+pub(crate) fn watched<C: Child>(
+    ctx: &Context,
+    namespace: Option<&str>,
+    errors: WatchErrors,
+) -> Watched {
+    let label = format!("{}={}", crate::reconciler::MANAGED_BY, ctx.manager);
+    let (children, mut writer) = reflector::store();
+    let kind = C::kind(&()).into_owned();
+    let failed = {
+        let (errors, kind) = (errors.clone(), kind.clone());
+        move |error: &watcher::Error| {
+            warn!(%kind, %error, "watch failed: may the manager list and watch this kind?");
+            errors.record(format!("{kind}: {error}"));
+        }
+    };
+    let on_child_error = failed.clone();
+    let owners = watch::streaming(
+        api_in::<C>(ctx, namespace),
+        watcher::Config::default().labels(&label).any_semantic(),
+    )
+    .default_backoff()
+    .modify(watch::slim)
+    .inspect_ok(move |event| watch::store_packed(&mut writer, event))
+    .touched_objects()
+    .filter_map(move |child: std::result::Result<C, watcher::Error>| {
+        let owner = match child {
+            Ok(child) => owner(&child),
+            Err(error) => {
+                on_child_error(&error);
+                None
+            }
+        };
+        std::future::ready(owner)
+    })
+    .boxed();
+    // Names only (keys and owner references, no data) of the other objects of the kind: read
+    // before creating a child, so that none is taken over. An object that gains or loses the
+    // label moves between the two caches (the watches say so). When one that an owner waits
+    // for changes or goes away, that owner is looked at again.
+    let (names, mut names_writer) = reflector::store();
+    let waiting = Waiting::default();
+    let released = waiting.clone();
+    let others = format!("{}!={}", crate::reconciler::MANAGED_BY, ctx.manager);
+    let freed = watch::streaming(
+        api_in::<PartialObjectMeta<C>>(ctx, namespace),
+        watcher::Config::default().labels(&others).any_semantic(),
+    )
+    .default_backoff()
+    .modify(watch::names_only)
+    .inspect_ok(move |event| watch::store_packed(&mut names_writer, event))
+    .touched_objects()
+    .filter_map(
+        move |object: std::result::Result<PartialObjectMeta<C>, watcher::Error>| {
+            let owners = match object {
+                Ok(object) => release(
+                    &released,
+                    &object.namespace().unwrap_or_default(),
+                    &object.name_any(),
+                ),
+                Err(error) => {
+                    failed(&error);
+                    None
+                }
+            };
+            std::future::ready(owners.map(|owners| futures::stream::iter(owners).boxed()))
+        },
+    )
+    .flatten()
+    .boxed();
+    Watched {
+        caches: Caches {
+            kinds: vec![(
+                TypeId::of::<C>(),
+                ApiResource::erase::<C>(&()),
+                Arc::new(Typed {
+                    children,
+                    names,
+                    waiting,
+                }),
+            )],
+        },
+        owners: futures::stream::select(owners, freed).boxed(),
+    }
+}
+
+fn api_in<R>(ctx: &Context, namespace: Option<&str>) -> Api<R>
+where
+    R: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
+        None => Api::all(ctx.client.clone()),
+    }
+}
+
+/// The `ObjectRef` of `child`'s controller owner, if that is an object of `K`.
+#[cfg(test)]
+pub(crate) fn owner_of<K, C: Child>(child: &C) -> Option<ObjectRef<K>>
+where
+    K: Resource<DynamicType = (), Scope: crate::reconciler::KindScope>,
+{
+    owner(child).and_then(owner_ref::<K>)
+}
+
+#[cfg(test)]
+type Writer<K> = reflector::store::Writer<watch::Packed<K>>;
+
+/// Caches of kind `C` that have not had their first list yet, with their writers, for tests.
+#[cfg(test)]
+pub(crate) fn unfilled<C: Child>() -> (Caches, Writer<C>, Writer<PartialObjectMeta<C>>) {
+    let (children, writer) = reflector::store();
+    let (names, names_writer) = reflector::store();
+    let cache: Arc<dyn Cache> = Arc::new(Typed {
+        children,
+        names,
+        waiting: Waiting::default(),
+    });
+    let caches = Caches {
+        kinds: vec![(TypeId::of::<C>(), ApiResource::erase::<C>(&()), cache)],
+    };
+    (caches, writer, names_writer)
+}
+
+fn owner<C: Child>(child: &C) -> Option<Owner> {
+    let reference = child
+        .owner_references()
+        .iter()
+        .find(|owner| owner.controller == Some(true))?
+        .clone();
+    Some(Owner {
+        reference,
+        namespace: child.namespace(),
+    })
+}
+
+/// Caches of kind `C` that hold `children`, and the names of `others`, for tests.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<dyn Cache> {
+    use kube::core::PartialObjectMetaExt;
+    let decode =
+        |object: Value| -> C { serde_json::from_value(object).expect("an object of its kind") };
+    let children: Vec<C> = children.into_iter().map(decode).collect();
+    let names: Vec<PartialObjectMeta<C>> = (others.into_iter())
+        .map(|other| {
+            let mut meta = decode(other).meta().clone().into_request_partial::<C>();
+            watch::names_only(&mut meta);
+            meta
+        })
+        .collect();
+    Arc::new(Typed {
+        children: crate::testing::store_of(children),
+        names: crate::testing::store_of(names),
+        waiting: Waiting::default(),
+    })
+}
+
+/// The `ObjectRef` of a child's owner, if it is an object of `K`: in the child's namespace for a
+/// namespaced kind, without one for a cluster-scoped kind (kube-rs#293).
+pub(crate) fn owner_ref<K>(owner: Owner) -> Option<ObjectRef<K>>
+where
+    K: Resource<DynamicType = (), Scope: crate::reconciler::KindScope>,
+{
+    let group = K::group(&());
+    let reference = &owner.reference;
+    let reference_group = match reference.api_version.split_once('/') {
+        Some((group, _)) => group,
+        None => "",
+    };
+    if reference.kind != K::kind(&()) || reference_group != group {
+        return None;
+    }
+    let object = ObjectRef::new(&reference.name);
+    if <K::Scope as crate::reconciler::KindScope>::NAMESPACED {
+        Some(object.within(&owner.namespace?))
+    } else {
+        Some(object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    /// An owner refused a child's name because another object holds it is looked at again as
+    /// soon as that object changes or goes away, not at the next slow retry.
+    #[test]
+    fn an_owner_waiting_for_a_name_is_released_when_its_holder_changes() {
+        let cache = Typed::<ConfigMap> {
+            children: crate::testing::store_of(Vec::new()),
+            names: crate::testing::store_of(Vec::new()),
+            waiting: Waiting::default(),
+        };
+        let owner = OwnerReference {
+            api_version: "example.com/v1".into(),
+            kind: "Blog".into(),
+            name: "b".into(),
+            uid: "blog-uid".into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        };
+        cache.wait_for("ns", "taken", &owner, Some("ns".into()));
+        cache.wait_for("ns", "taken", &owner, Some("ns".into()));
+        assert!(release(&cache.waiting, "ns", "other").is_none());
+        let released = release(&cache.waiting, "ns", "taken").expect("waiting");
+        assert_eq!(released.len(), 1, "once per owner");
+        assert_eq!(released[0].reference.uid, "blog-uid");
+        assert!(
+            release(&cache.waiting, "ns", "taken").is_none(),
+            "released once"
+        );
+    }
+
+    /// The names cache keeps keys and owner references only, not the annotations (a
+    /// `last-applied-configuration` of up to 256 KiB) of every object of the kind.
+    #[test]
+    fn the_names_cache_keeps_keys_and_owners_only() {
+        let mut other = ConfigMap::default();
+        let meta = other.meta_mut();
+        meta.name = Some("n".into());
+        meta.namespace = Some("ns".into());
+        meta.uid = Some("u".into());
+        meta.annotations = Some([("big".into(), "x".repeat(100_000))].into());
+        meta.labels = Some([("a".into(), "b".into())].into());
+        meta.owner_references = Some(vec![OwnerReference::default()]);
+        let cache = filled::<ConfigMap>(
+            Vec::new(),
+            vec![serde_json::to_value(&other).expect("json")],
+        );
+        let kept = cache.other("ns", "n").expect("decodes").expect("cached");
+        let text = kept.to_string();
+        assert!(text.len() < 300, "{text}");
+        assert_eq!(kept["metadata"]["uid"], "u");
+        assert!(kept["metadata"]["ownerReferences"].is_array());
+    }
+}

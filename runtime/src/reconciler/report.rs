@@ -1,0 +1,167 @@
+//! How a reconcile reports on the object's status: the `Ready` condition and
+//! `observedGeneration` (the reconciler's), and the kind's own status fields (the project's),
+//! each with a field manager of its own so that neither write removes the other's fields.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+    runtime::events::EventType,
+};
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::{Reconcile, Shared, apply::contains, lock, publish};
+use crate::{Error, Result, status};
+
+/// The object's status as JSON (its type is the kind's own).
+fn status_of<K: serde::Serialize>(object: &K) -> Value {
+    serde_json::to_value(object)
+        .map(|mut value| value["status"].take())
+        .unwrap_or_default()
+}
+
+fn conditions_of(status: &Value) -> Vec<Condition> {
+    (status["conditions"].as_array().into_iter().flatten())
+        .filter_map(|c| serde_json::from_value(c.clone()).ok())
+        .collect()
+}
+
+/// Applies the kind's own status fields (`own`, the JSON of the kind's status type) with the
+/// field manager `<manager>-status`, so that the `Ready` apply never removes them, unless the
+/// object already says all of it and nothing more. Conditions keep their transition time while
+/// their status stays; `Ready` and `observedGeneration` are the reconciler's and left out. A
+/// field the project stops setting is removed: this controller owns the kind's status.
+pub(super) async fn own_status<R: Reconcile>(
+    api: &Api<R::Kind>,
+    object: &R::Kind,
+    own: &Value,
+    shared: &Shared<R>,
+) -> Result<()> {
+    let status = status_of(object);
+    let mut own = own.clone();
+    let Value::Object(fields) = &mut own else {
+        return Err(Error::InvalidSpec(
+            "the status given to Desired::status is not a JSON object".into(),
+        ));
+    };
+    fields.remove("observedGeneration");
+    fields.retain(|_, value| !value.is_null());
+    if let Some(Value::Array(conditions)) = fields.get_mut("conditions") {
+        let mut merged = conditions_of(&status);
+        let mut mine = Vec::new();
+        for condition in conditions.drain(..) {
+            let condition: Condition = serde_json::from_value(condition)?;
+            if condition.type_ == "Ready" {
+                continue;
+            }
+            let type_ = condition.type_.clone();
+            status::set_condition(&mut merged, condition);
+            let kept = merged.iter().find(|c| c.type_ == type_);
+            mine.push(serde_json::to_value(kept)?);
+        }
+        *conditions = mine;
+    }
+    let stale = (status.as_object().into_iter().flatten()).any(|(key, _)| {
+        !matches!(key.as_str(), "conditions" | "observedGeneration") && !fields.contains_key(key)
+    });
+    let summary = own.to_string();
+    let uid = object.uid().unwrap_or_default();
+    let version = object.resource_version().unwrap_or_default();
+    let written_here = lock(&shared.own_written)
+        .get(&uid)
+        .is_some_and(|(v, s)| *v == version && *s == summary);
+    if written_here || (contains(&status, &own) && !stale) {
+        return Ok(());
+    }
+    let patch = json!({
+        "apiVersion": R::Kind::api_version(&()),
+        "kind": R::Kind::kind(&()),
+        "status": own,
+    });
+    let params = PatchParams::apply(&format!("{}-status", shared.ctx.manager)).force();
+    let written = api
+        .patch_status(&object.name_any(), &params, &Patch::Apply(patch))
+        .await?;
+    let version = written.resource_version().unwrap_or_default();
+    lock(&shared.own_written).insert(uid, (version, summary));
+    Ok(())
+}
+
+/// Sets `Ready` (and `observedGeneration`) from the reconcile's outcome, unless the object
+/// already says exactly that, or this manager wrote exactly that for this version of the
+/// object (its cache may not show the write yet). A success right after a failure is written
+/// even while the cache shows the success before it.
+pub(super) async fn ready<R: Reconcile>(
+    api: &Api<R::Kind>,
+    object: &R::Kind,
+    error: Option<&Error>,
+    shared: &Shared<R>,
+) -> Result<()> {
+    let ctx = &shared.ctx;
+    let name = object.name_any();
+    let generation = object.meta().generation;
+    let (ready, reason, message) = match error {
+        None => (
+            true,
+            "Reconciled".to_owned(),
+            "all children are up to date".to_owned(),
+        ),
+        Some(error) => (false, error.reason().to_owned(), error.to_string()),
+    };
+    let status = status_of(object);
+    let existing = conditions_of(&status);
+    let previous = existing.iter().find(|c| c.type_ == "Ready");
+    let says_it = previous.is_some_and(|c| {
+        c.status == if ready { "True" } else { "False" }
+            && c.reason == reason
+            && c.message == message
+            && c.observed_generation == generation
+    }) && status["observedGeneration"] == json!(generation);
+    let summary = format!("{ready}/{reason}/{message}/{generation:?}");
+    let uid = object.uid().unwrap_or_default();
+    let version = object.resource_version().unwrap_or_default();
+    let last = lock(&shared.written).get(&uid).cloned();
+    let unchanged = match &last {
+        // This manager's last write for this object: it stands if the object has not moved
+        // since (the cache may not show it yet), or if the object says it.
+        Some((v, s)) => *s == summary && (*v == version || says_it),
+        None => says_it,
+    };
+    if unchanged {
+        return Ok(());
+    }
+    let mut conditions = existing.clone();
+    status::set_condition(
+        &mut conditions,
+        status::condition("Ready", ready, &reason, message.clone(), generation),
+    );
+    let Some(condition) = conditions.into_iter().find(|c| c.type_ == "Ready") else {
+        return Ok(());
+    };
+    // Only the Ready condition: `conditions` is a list keyed by type, so this manager owns
+    // that one entry and other managers' conditions stay theirs.
+    let patch = json!({
+        "apiVersion": R::Kind::api_version(&()),
+        "kind": R::Kind::kind(&()),
+        "status": { "conditions": [condition], "observedGeneration": generation },
+    });
+    let params = PatchParams::apply(&ctx.manager).force();
+    let written = api.patch_status(&name, &params, &Patch::Apply(patch)).await;
+    let was_ready = previous.is_none_or(|c| c.status == "True");
+    if !ready && was_ready {
+        publish(ctx, object, EventType::Warning, &reason, message);
+    } else if ready && !was_ready {
+        info!(controller = R::NAME, %name, "ready again");
+    }
+    match written {
+        Ok(_) => {
+            lock(&shared.written).insert(uid, (version, summary));
+            Ok(())
+        }
+        Err(error) => {
+            warn!(controller = R::NAME, %name, %error, "failed to write status");
+            Err(error.into())
+        }
+    }
+}
