@@ -774,6 +774,85 @@ fn without_streaming_lists_the_manager_lists_instead() {
     assert_eq!(manager.terminate(), Some(0), "{log}");
 }
 
+/// A manager whose RBAC forbids the watches of its caches (the role lost its rules) is not
+/// Ready, and exits once the cache sync timeout has passed, naming the controller and the 403,
+/// instead of running forever without reconciling. Its probes listen on IPv6 and IPv4 alike
+/// (`:port`, the default form), as an IPv6-only cluster's kubelet needs.
+#[test]
+fn a_manager_whose_watches_rbac_forbids_is_not_ready_and_exits_naming_why() {
+    let test = "a_manager_whose_watches_rbac_forbids_is_not_ready_and_exits_naming_why";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let binary = deploy_blog_project(&plane, &session);
+    kubectl_ok(
+        &plane,
+        &[
+            "patch",
+            "clusterrole",
+            "demo-manager-role",
+            "--type=json",
+            "-p",
+            r#"[{"op": "replace", "path": "/rules", "value": []}]"#,
+        ],
+    );
+    let kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
+    let (probes, metrics) = (free_port().expect("port"), free_port().expect("port"));
+    let log = session.join("forbidden.log");
+    let out = std::fs::File::create(&log).expect("log");
+    let mut child = Command::new(&binary)
+        .args([
+            &format!("--health-probe-bind-address=:{probes}"),
+            &format!("--metrics-bind-address=127.0.0.1:{metrics}"),
+            "--cache-sync-timeout=6s",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("POD_NAMESPACE", "demo-system")
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("the manager starts");
+    let context = || std::fs::read_to_string(&log).unwrap_or_default();
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let host = if ipv6 { "::1" } else { "127.0.0.1" };
+    if !ipv6 {
+        eprintln!("notice: {test}: no IPv6 loopback here; probing over IPv4");
+    }
+    let (code, body) = eventually("the probes answer", &context, || {
+        support::http_get_at(host, probes, "/readyz")
+    });
+    assert_eq!(
+        (code, body.as_str()),
+        (503, "caches not filled yet"),
+        "{}",
+        context()
+    );
+    assert_eq!(
+        support::http_get_at("127.0.0.1", probes, "/healthz").map(|(code, _)| code),
+        Some(200),
+        "IPv4 too"
+    );
+    let deadline = Instant::now() + support::CONVERGE;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the manager's status") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the manager did not exit\n{}",
+            context()
+        );
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!status.success(), "{}", context());
+    let log = context();
+    assert!(
+        log.contains("did not fill within") && log.contains("forbidden"),
+        "{log}"
+    );
+}
+
 /// Scaffolds a project with one kind (Blog, apps/v1), installs it as `make deploy` does (the
 /// CRD, the namespace, the RBAC) and builds its manager, whose binary it returns.
 fn deploy_blog_project(plane: &ControlPlane, session: &support::Session) -> PathBuf {

@@ -33,6 +33,11 @@ pub enum Error {
         name: String,
     },
 
+    /// The object changed between the read a write was based on and the write (another
+    /// manager's finalizer came, say): retried on fresh data.
+    #[error("conflict: {0}")]
+    Conflict(String),
+
     /// A cache stopped before its first list (the manager is stopping).
     #[error("the cache of {0} objects stopped before it was filled")]
     CacheClosed(String),
@@ -136,6 +141,7 @@ impl Error {
             Error::NotOwned { .. } => "ChildNotOwned",
             Error::Panicked(_) => "ReconcilePanic",
             Error::Cleanup(_) => "CleanupFailed",
+            Error::Conflict(_) => "Conflict",
             Error::Timeout(_) => "Timeout",
             _ => "ReconcileError",
         }
@@ -159,6 +165,7 @@ impl Error {
             Error::Task(_) => "task",
             Error::Panicked(_) => "panic",
             Error::Cleanup(_) => "cleanup",
+            Error::Conflict(_) => "conflict",
             Error::Other(_) => "other",
         }
     }

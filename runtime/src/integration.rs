@@ -38,7 +38,18 @@ impl Env {
     /// `config/crd/bases`) and runs `manager`'s controllers on it, watching every namespace.
     /// `None` (after a notice naming `test`) where no control-plane binaries are available.
     pub async fn start(test: &str, manager: Manager, crds: &Path) -> Option<Env> {
-        let plane = match ControlPlane::start(envtest::Options::default()) {
+        Self::start_with(test, manager, crds, envtest::Options::default()).await
+    }
+
+    /// [`Env::start`] on a control plane with `options` (garbage collection, say, which needs
+    /// `kube-controller-manager` in `KUBEBUILDER_ASSETS`).
+    pub async fn start_with(
+        test: &str,
+        manager: Manager,
+        crds: &Path,
+        options: envtest::Options,
+    ) -> Option<Env> {
+        let plane = match ControlPlane::start(options) {
             Ok(plane) => plane,
             Err(why) if envtest::assets().is_err() => {
                 envtest::skip_notice(test, &why);

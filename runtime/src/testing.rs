@@ -558,7 +558,7 @@ pub async fn converges_and_is_idempotent<R: Reconcile>(reconciler: R, object: R:
             let request = server
                 .expect(Method::PATCH, &object_path, StatusCode::OK, reply.clone())
                 .await;
-            assert_eq!(request.body["metadata"]["finalizers"], json!([finalizer]));
+            assert_eq!(finalizers_written(request), Some(json!([finalizer])));
         }
         for child in &expected {
             let collection = child_collection::<R>(child);
@@ -695,7 +695,7 @@ pub async fn deletion_is_released<R: Reconcile>(reconciler: R, object: R::Kind) 
             let releases = |r: &Recorded| {
                 r.method == Method::PATCH
                     && r.path == object_path
-                    && r.body["metadata"]["finalizers"] == json!([])
+                    && finalizers_written(r) == Some(json!([]))
             };
             let answer = |r: &Recorded| {
                 if releases(r) {
@@ -716,6 +716,16 @@ pub async fn deletion_is_released<R: Reconcile>(reconciler: R, object: R::Kind) 
     if R::FINALIZER.is_none() {
         assert!(requests.is_empty(), "{requests:?}");
     }
+}
+
+/// The finalizers a request writes: the value of its JSON patch's operation on
+/// `/metadata/finalizers` (the runtime changes them with a JSON patch that tests them first).
+pub fn finalizers_written(request: &Recorded) -> Option<Value> {
+    let operations = request.body.as_array()?;
+    let write = operations.iter().find(|operation| {
+        operation["path"] == "/metadata/finalizers" && operation["op"] != "test"
+    })?;
+    Some(write["value"].clone())
 }
 
 fn mock_shared_arc<R: Reconcile>(

@@ -551,11 +551,16 @@ pub const CONVERGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `GET http://127.0.0.1:<port><path>`: the status code and body, or `None` if nothing answers.
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    http_get_at("127.0.0.1", port, path)
+}
+
+/// `GET http://<host>:<port><path>` (`host` an address: `127.0.0.1`, `::1`).
+pub fn http_get_at(host: &str, port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect((host, port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut response = String::new();

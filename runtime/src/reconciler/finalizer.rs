@@ -1,40 +1,34 @@
 //! The finalizer: added before the first child is written (only when the controller has
 //! one), and released once cleanup is done, with the finalizers the controller retired.
+//!
+//! The finalizer list is changed with a JSON patch that first tests the list as read: a write
+//! of anything else meanwhile (cleanup setting a condition, a status write, a label) does not
+//! get in the way, as a guard on the resource version would, and a finalizer another manager
+//! added meanwhile is never dropped (the test fails, and the reconcile retries on the list as
+//! it is then).
 
+use json_patch::{
+    AddOperation, Patch as JsonPatch, PatchOperation, ReplaceOperation, TestOperation,
+};
 use kube::{
-    Api, ResourceExt,
+    Api, Resource, ResourceExt,
     api::{Patch, PatchParams},
     runtime::events::EventType,
 };
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::{Reconcile, Shared, publish, report};
 use crate::{Error, Result};
 
-/// How often the release is tried on a freshly read object before the reconcile backs off.
-const RELEASE_ATTEMPTS: usize = 3;
-
-/// Adds `finalizer`, guarded by the resource version: if anyone changed the object since it
-/// was read, the API server refuses (409) and the reconcile retries on fresh data.
+/// Adds `finalizer` to the object's finalizers as read.
 pub(super) async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let mut finalizers = object.finalizers().to_vec();
     finalizers.push(finalizer.to_owned());
-    let patch = json!({
-        "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": object.resource_version(),
-        }
-    });
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(patch),
-    )
-    .await?;
-    Ok(())
+    set(api, object, finalizers).await
 }
 
 /// An object being deleted: runs cleanup if the controller's finalizer is on it, then removes
@@ -56,13 +50,8 @@ pub(super) async fn finalize<R: Reconcile>(
             // Publishes the warning event too.
             let _ = report::ready(api, object, Some(&error), shared).await;
         } else {
-            publish(
-                ctx,
-                object,
-                EventType::Warning,
-                error.reason(),
-                error.to_string(),
-            );
+            let note = error.to_string();
+            publish(ctx, object, EventType::Warning, error.reason(), note);
         }
         return Err(error);
     }
@@ -72,7 +61,8 @@ pub(super) async fn finalize<R: Reconcile>(
     if !object.finalizers().iter().any(ours) {
         return Ok(());
     }
-    release(api, object, ours).await?;
+    let kept = object.finalizers().iter().filter(|f| !ours(f)).cloned();
+    set(api, object, kept.collect()).await?;
     if cleans_up {
         publish(
             ctx,
@@ -85,43 +75,59 @@ pub(super) async fn finalize<R: Reconcile>(
     Ok(())
 }
 
-/// Removes the finalizers `ours` picks from the object as the API server has it now: cleanup may
-/// have written the object (a condition, an annotation), so the version read before it is
-/// stale. Each attempt is guarded by the version it read, so another manager's finalizer that
-/// came meanwhile is never dropped.
-async fn release<K>(api: &Api<K>, object: &K, ours: impl Fn(&String) -> bool) -> Result<()>
+/// Replaces the object's finalizers with `finalizers`, provided they are still those it was
+/// read with. An object read without any is guarded by its resource version instead (there is
+/// no list to test).
+async fn set<K>(api: &Api<K>, object: &K, finalizers: Vec<String>) -> Result<()>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let name = object.name_any();
-    let mut last = None;
-    for _ in 0..RELEASE_ATTEMPTS {
-        let Some(current) = api.get_opt(&name).await? else {
-            return Ok(());
-        };
-        let kept: Vec<&String> = current.finalizers().iter().filter(|f| !ours(f)).collect();
-        if kept.len() == current.finalizers().len() {
-            return Ok(());
+    let params = PatchParams::default();
+    let written = match &object.meta().finalizers {
+        Some(read) => {
+            let path = |p: &str| p.parse().map_err(|e| Error::Conflict(format!("{e}")));
+            let patch = JsonPatch(vec![
+                PatchOperation::Test(TestOperation {
+                    path: path("/metadata/finalizers")?,
+                    value: json!(read),
+                }),
+                PatchOperation::Replace(ReplaceOperation {
+                    path: path("/metadata/finalizers")?,
+                    value: json!(finalizers),
+                }),
+            ]);
+            api.patch(&name, &params, &Patch::<()>::Json(patch)).await
         }
-        let patch = json!({
-            "metadata": {
-                "finalizers": kept,
-                "resourceVersion": current.resource_version(),
-            }
-        });
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 409 => last = Some(status),
-            Err(error) => return Err(error.into()),
+        None => {
+            let patch = JsonPatch(vec![
+                PatchOperation::Test(TestOperation {
+                    path: "/metadata/resourceVersion"
+                        .parse()
+                        .map_err(|e| Error::Conflict(format!("{e}")))?,
+                    value: json!(object.resource_version()),
+                }),
+                PatchOperation::Add(AddOperation {
+                    path: "/metadata/finalizers"
+                        .parse()
+                        .map_err(|e| Error::Conflict(format!("{e}")))?,
+                    value: json!(finalizers),
+                }),
+            ]);
+            api.patch(&name, &params, &Patch::<()>::Json(patch)).await
         }
+    };
+    match written {
+        Ok(_) => Ok(()),
+        // Gone meanwhile: nothing is left to hold.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        // The test failed: the object changed since it was read.
+        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 409 => {
+            Err(Error::Conflict(format!(
+                "the finalizers of {name} changed meanwhile: {}",
+                status.message
+            )))
+        }
+        Err(error) => Err(error.into()),
     }
-    Err(
-        last.map_or(Error::Timeout("releasing the finalizer".into()), |status| {
-            Error::Kube(kube::Error::Api(status))
-        }),
-    )
 }

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::testing::{
-    Recorded, converged, converse, events_path, mock_shared, mock_shared_with_names, path_of,
+    Recorded, converged, converse, events_path, finalizers_written, mock_shared,
+    mock_shared_with_names, path_of,
 };
 
 /// `child` as JSON, with `uid` and `version`.
@@ -264,19 +265,17 @@ fn deleting(value: &str, finalizers: &[&str]) -> Thing {
     object
 }
 
-/// Cleanup wrote the object, so the version read before it is stale: the finalizer is removed
-/// from the object as the API server has it after cleanup (a fresh read), with the retired
-/// finalizer, and another manager's finalizer stays.
+/// Cleanup wrote the object, so its resource version moved: the finalizer is removed by a
+/// patch that tests the finalizer list as read, not the version, with the retired finalizer;
+/// another manager's finalizer stays.
 #[tokio::test]
 async fn the_finalizer_is_released_after_a_cleanup_that_wrote_the_object() {
-    let object = deleting(
-        "a",
-        &[
-            "test.example.com/finalizer",
-            "other.example.com/keep",
-            "test.example.com/old",
-        ],
-    );
+    let finalizers = [
+        "test.example.com/finalizer",
+        "other.example.com/keep",
+        "test.example.com/old",
+    ];
+    let object = deleting("a", &finalizers);
     let path = path_of(&object);
     let mut after_cleanup = serde_json::to_value(&object).expect("serializes");
     after_cleanup["metadata"]["resourceVersion"] = "2".into();
@@ -287,25 +286,40 @@ async fn the_finalizer_is_released_after_a_cleanup_that_wrote_the_object() {
             .expect(Method::PATCH, &path, StatusCode::OK, after_cleanup.clone())
             .await;
         assert!(cleanup.body["metadata"]["annotations"].is_object());
-        server
-            .expect(Method::GET, &path, StatusCode::OK, after_cleanup.clone())
-            .await;
         let release = server
             .expect(Method::PATCH, &path, StatusCode::OK, after_cleanup)
             .await;
         assert_eq!(
-            release.body["metadata"]["resourceVersion"], "2",
-            "the version after cleanup"
+            release.body[0],
+            json!({"op": "test", "path": "/metadata/finalizers", "value": finalizers}),
+            "guarded by the list as read, not by the version"
         );
-        assert_eq!(
-            release.body["metadata"]["finalizers"],
-            json!(["other.example.com/keep"])
-        );
+        let kept = finalizers_written(release);
+        assert_eq!(kept, Some(json!(["other.example.com/keep"])));
         server.expect_event(&events, "CleanedUp").await;
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     assert_eq!(action.expect("released"), Action::await_change());
+}
+
+/// A finalizer list that changed meanwhile (the patch's test fails: 422) is a conflict,
+/// retried with backoff on the list as the cache then has it.
+#[tokio::test]
+async fn a_finalizer_list_that_changed_meanwhile_is_retried() {
+    let object = deleting("a", &["test.example.com/old"]);
+    let path = path_of(&object);
+    let (shared, mut server) = mock_shared(CleaningReconciler, NONE);
+    let scenario = async move {
+        server
+            .expect_error(Method::PATCH, &path, StatusCode::UNPROCESSABLE_ENTITY)
+            .await;
+        server
+    };
+    let (result, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    let error = result.expect_err("conflict");
+    assert!(matches!(error, Error::Conflict(_)), "{error}");
+    assert_eq!(error.retry(), crate::Retry::Backoff);
 }
 
 /// A cleanup that fails keeps the finalizer and says why: `Ready=False` with reason
@@ -338,7 +352,7 @@ async fn a_failing_cleanup_says_why() {
     let (result, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     let error = result.expect_err("cleanup failed");
     assert_eq!(error.retry(), crate::Retry::Backoff);
-    let released = |r: &Recorded| r.body["metadata"]["finalizers"].is_array();
+    let released = |r: &Recorded| finalizers_written(r).is_some();
     assert!(
         !requests.iter().any(released),
         "the finalizer stays: {requests:?}"
@@ -354,16 +368,13 @@ async fn a_retired_finalizer_is_released_without_cleanup() {
     let current = serde_json::to_value(&object).expect("serializes");
     let (shared, mut server) = mock_shared(CleaningReconciler, NONE);
     let scenario = async move {
-        server
-            .expect(Method::GET, &path, StatusCode::OK, current.clone())
-            .await;
         let release = server
             .expect(Method::PATCH, &path, StatusCode::OK, current)
             .await;
-        assert_eq!(release.body["metadata"]["finalizers"], json!([]));
+        assert_eq!(finalizers_written(release), Some(json!([])));
         server
     };
     let (action, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     assert_eq!(action.expect("released"), Action::await_change());
-    assert_eq!(requests.len(), 2, "no cleanup, no event: {requests:?}");
+    assert_eq!(requests.len(), 1, "no cleanup, no event: {requests:?}");
 }
