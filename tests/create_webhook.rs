@@ -168,8 +168,8 @@ fn conversion_needs_the_storage_version_as_hub_and_known_spokes() {
         "--group apps --version v1 --kind Blog --conversion --spoke v1alpha1",
     );
     let conversion = read(&project, "src/webhooks/apps_v1_blog_conversion.rs");
-    assert!(conversion.contains("impl From<v1alpha1::Blog> for v1::Blog"));
-    assert!(conversion.contains("impl From<v1::Blog> for v1alpha1::Blog"));
+    assert!(conversion.contains("impl TryFrom<v1alpha1::Blog> for v1::Blog"));
+    assert!(conversion.contains("impl TryFrom<v1::Blog> for v1alpha1::Blog"));
     let crd = read(&project, "config/crd/kustomization.yaml");
     assert!(
         crd.contains("\npatches:\n- path: patches/webhook_in_blogs.yaml\n"),
