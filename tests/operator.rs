@@ -361,7 +361,14 @@ fn the_generated_operator_works_on_a_real_control_plane() {
 
     let sa_kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
     let mut first = Manager::start(&binary, &sa_kubeconfig, "manager-1", session.path());
-    let context = || format!("--- manager-1\n{}\n{}", first_log(&session), plane.logs());
+    let context = || {
+        let second = std::fs::read_to_string(session.join("manager-2.log")).unwrap_or_default();
+        let first = first_log(&session);
+        format!(
+            "--- manager-1\n{first}\n--- manager-2\n{second}\n{}",
+            plane.logs()
+        )
+    };
     eventually("manager-1 answers /readyz", &context, || {
         http_get(first.probes, "/readyz").filter(|(code, _)| *code == 200)
     });

@@ -329,6 +329,22 @@ fn webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plan
     );
     assert!(!ok, "a frozen field changed");
     assert!(stderr.contains("foo is frozen"), "{stderr}");
+
+    // A large object's UPDATE: its review carries the object twice, past axum's 2 MB; the
+    // webhooks take controller-runtime's 7 MiB.
+    let large = |fill: &str| fill.repeat(1_100_000);
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["create", "-f", "-"],
+        &blog("large", Some(&large("a"))),
+    );
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = kubectl_in(
+        &plane,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &blog("large", Some(&large("b"))),
+    );
+    assert!(ok, "the UPDATE of a large object was refused: {stderr}");
     let (ok, _, stderr) = kubectl_in(
         &plane,
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],

@@ -31,10 +31,15 @@ use crate::{
     watch,
 };
 
-/// A child kind's caches, and the owners its watches say should be looked at again.
+/// A child kind's caches, the owners its watches say should be looked at again, and the tasks
+/// that keep the caches current.
 pub(crate) struct Watched {
     pub(crate) caches: Caches,
     pub(crate) owners: BoxStream<'static, Owner>,
+    /// The watches, each in a task of its own: a reconcile waits for the caches to fill, and a
+    /// controller at its concurrency limit stops polling its trigger streams, so caches filled
+    /// only by the controller's polling would never fill for the reconcile that waits on them.
+    pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// The controller owner of a child that changed, in the child's namespace.
@@ -248,7 +253,9 @@ pub(crate) fn watched<C: Child>(
         }
     };
     let on_child_error = failed.clone();
-    let owners = watch::streaming(
+    let (found, owners) = futures::channel::mpsc::unbounded();
+    let freed = found.clone();
+    let children_task = watch::streaming(
         api_in::<C>(ctx, namespace),
         watcher::Config::default().labels(&label).any_semantic(),
     )
@@ -256,17 +263,17 @@ pub(crate) fn watched<C: Child>(
     .modify(watch::slim)
     .inspect_ok(move |event| watch::store_packed(&mut writer, event))
     .touched_objects()
-    .filter_map(move |child: std::result::Result<C, watcher::Error>| {
-        let owner = match child {
-            Ok(child) => owner(&child),
-            Err(error) => {
-                on_child_error(&error);
-                None
+    .for_each(move |child: std::result::Result<C, watcher::Error>| {
+        match child {
+            Ok(child) => {
+                if let Some(owner) = owner(&child) {
+                    let _ = found.unbounded_send(owner);
+                }
             }
-        };
-        std::future::ready(owner)
-    })
-    .boxed();
+            Err(error) => on_child_error(&error),
+        }
+        std::future::ready(())
+    });
     // Names only (keys and owner references, no data) of the other objects of the kind: read
     // before creating a child, so that none is taken over. An object that gains or loses the
     // label moves between the two caches (the watches say so). When one that an owner waits
@@ -275,7 +282,7 @@ pub(crate) fn watched<C: Child>(
     let waiting = Waiting::default();
     let released = waiting.clone();
     let others = format!("{}!={}", crate::reconciler::MANAGED_BY, ctx.manager);
-    let freed = watch::streaming(
+    let names_task = watch::streaming(
         api_in::<PartialObjectMeta<C>>(ctx, namespace),
         watcher::Config::default().labels(&others).any_semantic(),
     )
@@ -283,24 +290,20 @@ pub(crate) fn watched<C: Child>(
     .modify(watch::names_only)
     .inspect_ok(move |event| watch::store_packed(&mut names_writer, event))
     .touched_objects()
-    .filter_map(
+    .for_each(
         move |object: std::result::Result<PartialObjectMeta<C>, watcher::Error>| {
-            let owners = match object {
-                Ok(object) => release(
-                    &released,
-                    &object.namespace().unwrap_or_default(),
-                    &object.name_any(),
-                ),
-                Err(error) => {
-                    failed(&error);
-                    None
+            match object {
+                Ok(object) => {
+                    let key = (object.namespace().unwrap_or_default(), object.name_any());
+                    for owner in release(&released, &key.0, &key.1).into_iter().flatten() {
+                        let _ = freed.unbounded_send(owner);
+                    }
                 }
-            };
-            std::future::ready(owners.map(|owners| futures::stream::iter(owners).boxed()))
+                Err(error) => failed(&error),
+            }
+            std::future::ready(())
         },
-    )
-    .flatten()
-    .boxed();
+    );
     Watched {
         caches: Caches {
             kinds: vec![(
@@ -313,7 +316,8 @@ pub(crate) fn watched<C: Child>(
                 }),
             )],
         },
-        owners: futures::stream::select(owners, freed).boxed(),
+        owners: owners.boxed(),
+        tasks: vec![tokio::spawn(children_task), tokio::spawn(names_task)],
     }
 }
 

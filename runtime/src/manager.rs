@@ -245,3 +245,60 @@ async fn shutdown_on_signal(shutdown: CancellationToken) {
     info!("shutdown signal received, draining controllers");
     shutdown.cancel();
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn stuck(_: Arc<Context>, _: CancellationToken) -> BoxFuture<'static, Result<()>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn failing(_: Arc<Context>, _: CancellationToken) -> BoxFuture<'static, Result<()>> {
+        Box::pin(async { Err(Error::Timeout("caches did not fill".into())) })
+    }
+
+    /// In-flight reconciles that do not finish are left after the graceful shutdown timeout, so
+    /// that the Lease is released within the pod's grace period.
+    #[tokio::test]
+    async fn the_drain_at_shutdown_is_bounded() {
+        let manager = Manager::new("test", "example.com").controllers(&[stuck]);
+        let (mut ctx, _server) = crate::testing::mock_context_owned();
+        ctx.timeouts.graceful_shutdown = Duration::from_millis(100);
+        let shutdown = CancellationToken::new();
+        let stop = {
+            let shutdown = shutdown.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                shutdown.cancel();
+            }
+        };
+        let started = Instant::now();
+        let (outcome, ()) = tokio::join!(manager.run_controllers(Arc::new(ctx), shutdown), stop);
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    /// A controller that fails (its caches did not fill) stops the manager's other controllers
+    /// and is the manager's error.
+    #[tokio::test]
+    async fn a_failing_controller_stops_the_others() {
+        let manager = Manager::new("test", "example.com").controllers(&[stuck, failing]);
+        let (ctx, _server) = crate::testing::mock_context_owned();
+        let shutdown = CancellationToken::new();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(5),
+            manager.run_controllers(Arc::new(ctx), shutdown.clone()),
+        )
+        .await
+        .expect("returns");
+        assert!(outcome.is_err_and(|e| e.to_string().contains("caches did not fill")));
+        assert!(shutdown.is_cancelled(), "the others are told to stop");
+    }
+}

@@ -66,6 +66,12 @@ type SendResponse = tower_test::mock::SendResponse<Response<Body>>;
 
 /// A context whose client talks to the returned mocked API server, watching namespace `testns`.
 pub fn mock_context() -> (Arc<Context>, ApiServer) {
+    let (ctx, server) = mock_context_owned();
+    (Arc::new(ctx), server)
+}
+
+/// [`mock_context`], not yet shared, for a test to change first.
+pub(crate) fn mock_context_owned() -> (Context, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "testns");
     let mut ctx = Context::new(
@@ -76,7 +82,7 @@ pub fn mock_context() -> (Arc<Context>, ApiServer) {
     );
     ctx.operator_namespace = "testns".into();
     (
-        Arc::new(ctx),
+        ctx,
         ApiServer {
             handle,
             seen: vec![],

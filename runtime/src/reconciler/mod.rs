@@ -320,10 +320,14 @@ pub async fn run<R: Reconcile>(
     let watched = Caches::watch(R::Children::kinds(), &ctx, namespace, &errors);
     let mut caches = Caches { kinds: Vec::new() };
     let mut owners = Vec::new();
+    let mut tasks = Vec::new();
     for kind in watched {
         caches.kinds.extend(kind.caches.kinds);
         owners.push(kind.owners);
+        tasks.extend(kind.tasks);
     }
+    // The caches' watches stop with the controller.
+    let _tasks = AbortOnDrop(tasks);
     let owners = futures::stream::select_all(owners)
         .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)));
     let shared = Arc::new(Shared::new(Arc::new(reconciler), ctx.clone(), caches));
@@ -373,6 +377,17 @@ pub async fn run<R: Reconcile>(
             }
             Err(error) => Err(error),
         },
+    }
+}
+
+/// Tasks aborted when this is dropped.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }
 

@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 use super::super::*;
 use crate::error::Retry;
 use crate::testing::{
-    applied_children, child_path, converged, converges_and_is_idempotent, converse,
-    deletion_is_released, drift_is_repaired, events_path, mock_shared, object_from_sample, path_of,
+    applied_children, child_collection, child_path, converged, converges_and_is_idempotent,
+    converse, deletion_is_released, drift_is_repaired, events_path, mock_shared,
+    object_from_sample, path_of,
 };
 
 /// A kind with two child kinds and status fields of its own.
@@ -203,6 +204,48 @@ async fn children_of_a_pruned_kind_that_are_no_longer_desired_are_deleted() {
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     assert!(action.is_ok(), "{action:?}");
+}
+
+/// A child the API server refuses does not keep the others from being written: each is tried,
+/// the reconcile then fails with the first error (and is retried).
+#[tokio::test]
+async fn one_failing_child_does_not_stop_the_others() {
+    let object = published(&site(&["home", "about"]), 2);
+    let children = applied_children(&SiteReconciler, &object).await;
+    let (shared, mut server) = mock_shared(SiteReconciler, Vec::<Value>::new());
+    let status_path = format!("{}/status", path_of(&object));
+    let events = events_path(&object);
+    let reply = serde_json::to_value(&object).expect("serializes");
+    let scenario = async move {
+        let (home, rest) = children.split_first().expect("children");
+        server
+            .expect_error(
+                Method::POST,
+                &child_collection::<SiteReconciler>(home),
+                StatusCode::SERVICE_UNAVAILABLE,
+            )
+            .await;
+        for child in rest {
+            server
+                .expect(
+                    Method::POST,
+                    &child_collection::<SiteReconciler>(child),
+                    StatusCode::CREATED,
+                    child.clone(),
+                )
+                .await;
+        }
+        let status = server
+            .expect(Method::PATCH, &status_path, StatusCode::OK, reply)
+            .await;
+        assert_eq!(status.body["status"]["conditions"][0]["status"], "False");
+        server.expect_event(&events, "ApiError").await;
+        server
+    };
+    let (result, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
+    assert!(result.is_err(), "the first child's error");
+    let created = requests.iter().filter(|r| r.method == Method::POST).count();
+    assert!(created >= 3, "every child was tried: {requests:?}");
 }
 
 #[tokio::test]

@@ -378,3 +378,43 @@ async fn a_retired_finalizer_is_released_without_cleanup() {
     assert_eq!(action.expect("released"), Action::await_change());
     assert_eq!(requests.len(), 1, "no cleanup, no event: {requests:?}");
 }
+
+/// Things whose desired state takes far longer than the reconcile timeout (a call to an API
+/// that vanished).
+#[derive(Default)]
+struct HangingReconciler;
+
+impl Reconcile for HangingReconciler {
+    type Kind = Thing;
+    type Children = (ConfigMap,);
+    const NAME: &'static str = "test-hanging";
+
+    async fn desired(&self, _: &Thing, _: &Context, _: &Observed<'_>) -> Result<Desired<Self>> {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(Desired::new())
+    }
+}
+
+/// A reconcile that takes longer than `--reconcile-timeout` fails as a timeout (retried with
+/// backoff) instead of holding the controller.
+#[tokio::test]
+async fn a_reconcile_that_takes_too_long_fails_as_a_timeout() {
+    let (mut ctx, _server) = crate::testing::mock_context_owned();
+    ctx.timeouts.reconcile = Duration::from_millis(50);
+    let shared = Arc::new(Shared::filled(
+        HangingReconciler,
+        Arc::new(ctx),
+        vec![],
+        vec![],
+    ));
+    let result = tokio::time::timeout(
+        Duration::from_secs(5),
+        reconcile(Arc::new(thing("a")), shared),
+    )
+    .await
+    .expect("the reconcile ended at its timeout");
+    let error = result.expect_err("timed out");
+    assert!(matches!(error, Error::Timeout(_)), "{error}");
+    assert!(error.to_string().contains("--reconcile-timeout"), "{error}");
+    assert_eq!(error.retry(), crate::Retry::Backoff);
+}
