@@ -156,7 +156,23 @@ fn release(waiting: &Waiting, namespace: &str, name: &str) -> Option<Vec<Owner>>
 struct Typed<C: Child> {
     children: Store<watch::Packed<C>>,
     names: Store<watch::Packed<PartialObjectMeta<C>>>,
+    /// Which caches have had their first list ([`CHILDREN`] and [`NAMES`]). Kept apart from the
+    /// stores' own readiness, which wakes only the last of several waiters: the reconciles and
+    /// the cache sync wait on it at once.
+    filled: tokio::sync::watch::Receiver<u8>,
     waiting: Waiting,
+}
+
+/// The children cache had its first list.
+const CHILDREN: u8 = 1;
+/// The names cache had its first list.
+const NAMES: u8 = 2;
+
+/// Marks `cache` (one of [`CHILDREN`], [`NAMES`]) filled once an event says so.
+fn mark_filled<K>(filled: &tokio::sync::watch::Sender<u8>, cache: u8, event: &watcher::Event<K>) {
+    if matches!(event, watcher::Event::InitDone) {
+        filled.send_modify(|done| *done |= cache);
+    }
 }
 
 impl<C: Child> Cache for Typed<C> {
@@ -212,9 +228,10 @@ impl<C: Child> Cache for Typed<C> {
     }
 
     fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>> {
+        let mut filled = self.filled.clone();
         async move {
-            self.children.wait_until_ready().await.map_err(|_| ())?;
-            self.names.wait_until_ready().await.map_err(|_| ())
+            let both = |done: &u8| *done == CHILDREN | NAMES;
+            filled.wait_for(both).await.map(|_| ()).map_err(|_| ())
         }
         .boxed()
     }
@@ -255,13 +272,18 @@ pub(crate) fn watched<C: Child>(
     let on_child_error = failed.clone();
     let (found, owners) = futures::channel::mpsc::unbounded();
     let freed = found.clone();
+    let (filled, filled_rx) = tokio::sync::watch::channel(0);
+    let names_filled = filled.clone();
     let children_task = watch::streaming(
         api_in::<C>(ctx, namespace),
         watcher::Config::default().labels(&label).any_semantic(),
     )
     .default_backoff()
     .modify(watch::slim)
-    .inspect_ok(move |event| watch::store_packed(&mut writer, event))
+    .inspect_ok(move |event| {
+        watch::store_packed(&mut writer, event);
+        mark_filled(&filled, CHILDREN, event);
+    })
     .touched_objects()
     .for_each(move |child: std::result::Result<C, watcher::Error>| {
         match child {
@@ -288,7 +310,10 @@ pub(crate) fn watched<C: Child>(
     )
     .default_backoff()
     .modify(watch::names_only)
-    .inspect_ok(move |event| watch::store_packed(&mut names_writer, event))
+    .inspect_ok(move |event| {
+        watch::store_packed(&mut names_writer, event);
+        mark_filled(&names_filled, NAMES, event);
+    })
     .touched_objects()
     .for_each(
         move |object: std::result::Result<PartialObjectMeta<C>, watcher::Error>| {
@@ -312,6 +337,7 @@ pub(crate) fn watched<C: Child>(
                 Arc::new(Typed {
                     children,
                     names,
+                    filled: filled_rx,
                     waiting,
                 }),
             )],
@@ -343,20 +369,28 @@ where
 #[cfg(test)]
 type Writer<K> = reflector::store::Writer<watch::Packed<K>>;
 
-/// Caches of kind `C` that have not had their first list yet, with their writers, for tests.
+/// Caches of kind `C` that have not had their first list yet, for tests: the caches, and a
+/// function that gives each its first list (`children`, and `others` as names).
 #[cfg(test)]
-pub(crate) fn unfilled<C: Child>() -> (Caches, Writer<C>, Writer<PartialObjectMeta<C>>) {
-    let (children, writer) = reflector::store();
-    let (names, names_writer) = reflector::store();
+pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Vec<PartialObjectMeta<C>>)) {
+    let (children, mut writer): (_, Writer<C>) = reflector::store();
+    let (names, mut names_writer): (_, Writer<PartialObjectMeta<C>>) = reflector::store();
+    let (filled, filled_rx) = tokio::sync::watch::channel(0);
     let cache: Arc<dyn Cache> = Arc::new(Typed {
         children,
         names,
+        filled: filled_rx,
         waiting: Waiting::default(),
     });
     let caches = Caches {
         kinds: vec![(TypeId::of::<C>(), ApiResource::erase::<C>(&()), cache)],
     };
-    (caches, writer, names_writer)
+    let fill = move |children: Vec<C>, others: Vec<PartialObjectMeta<C>>| {
+        crate::testing::fill(&mut writer, children);
+        crate::testing::fill(&mut names_writer, others);
+        filled.send_replace(CHILDREN | NAMES);
+    };
+    (caches, fill)
 }
 
 fn owner<C: Child>(child: &C) -> Option<Owner> {
@@ -388,6 +422,7 @@ pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<
     Arc::new(Typed {
         children: crate::testing::store_of(children),
         names: crate::testing::store_of(names),
+        filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
         waiting: Waiting::default(),
     })
 }
@@ -428,6 +463,7 @@ mod tests {
         let cache = Typed::<ConfigMap> {
             children: crate::testing::store_of(Vec::new()),
             names: crate::testing::store_of(Vec::new()),
+            filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
             waiting: Waiting::default(),
         };
         let owner = OwnerReference {

@@ -7,11 +7,7 @@
 use std::{any::TypeId, fmt::Debug, time::Duration};
 
 use k8s_openapi::NamespaceResourceScope;
-use kube::{
-    Resource,
-    api::{ApiResource, DynamicObject},
-    core::object::HasStatus,
-};
+use kube::{Resource, api::ApiResource, core::object::HasStatus};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -235,9 +231,4 @@ impl<R: Reconcile> Desired<R> {
             .map(|(_, resource, cache)| (resource, &**cache))
             .collect()
     }
-}
-
-/// A child as JSON, decoded as a `DynamicObject` for a write.
-pub(crate) fn dynamic(child: &Value) -> Result<DynamicObject> {
-    Ok(serde_json::from_value(child.clone())?)
 }

@@ -3,20 +3,22 @@
 //! the kind's own status fields.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    FieldsV1, ManagedFieldsEntry, OwnerReference,
+    FieldsV1, ManagedFieldsEntry, ObjectMeta, OwnerReference,
 };
 use kube::{
-    Api, Resource, ResourceExt,
-    api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions},
+    Api, Client, Resource, ResourceExt,
+    api::{
+        ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+    },
     runtime::events::EventType,
 };
-use serde::Serialize;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{APPLIED, MANAGED_BY, Reconcile, Shared, lock, namespaced, publish, report};
 use crate::{
     Context, Error, Result,
-    children::{Cache, Desired, dynamic, is_controlled_by, not_a_child},
+    children::{Cache, Desired, is_controlled_by, not_a_child},
 };
 
 /// Creates each missing child and updates each one whose applied fields differ, refusing to
@@ -27,7 +29,6 @@ pub(super) async fn write<R: Reconcile>(
     object: &R::Kind,
     desired: &Desired<R>,
     shared: &Shared<R>,
-    api: &Api<R::Kind>,
 ) -> Result<()> {
     let owner = object
         .controller_owner_ref(&())
@@ -68,7 +69,7 @@ pub(super) async fn write<R: Reconcile>(
             "{} gives status fields, but `Reconcile::OWNS_STATUS` is false",
             R::NAME
         ))),
-        Some(own) => report::own_status(api, object, own, shared).await,
+        Some(own) => report::own_status(object, own, shared).await,
         None => Ok(()),
     }
 }
@@ -89,7 +90,12 @@ async fn apply_child<R: Reconcile>(
     let (namespace, name) = place::<R>(object, &child, ctx)?;
     let kind = child["kind"].as_str().unwrap_or_default().to_owned();
     let (resource, cache) = (shared.caches.of(&child)).ok_or_else(|| not_a_child(&kind))?;
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &namespace, resource);
+    let writer = Writer {
+        client: &ctx.client,
+        resource,
+        namespace: &namespace,
+        manager: &ctx.manager,
+    };
     let not_owned = |cache: &dyn Cache| {
         cache.wait_for(&namespace, &name, owner, object.namespace());
         Error::NotOwned {
@@ -110,28 +116,19 @@ async fn apply_child<R: Reconcile>(
         },
     };
     let (reason, written) = match &actual {
-        None => {
-            // A create, not an apply: the API server refuses it (409) if an object of this
-            // name exists that the caches have not shown yet, so none is ever taken over.
-            let params = PostParams {
-                field_manager: Some(ctx.manager.clone()),
-                ..PostParams::default()
-            };
-            let created = api.create(&params, &dynamic(&child)?).await?;
-            ("Created", created)
-        }
+        // A create, not an apply: the API server refuses it (409) if an object of this name
+        // exists that the caches have not shown yet, so none is ever taken over.
+        None => ("Created", writer.create(&child).await?),
         Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned(cache)),
         Some(actual) if up_to_date(actual, &child, &hash, shared) => return Ok(key),
         Some(actual) => {
-            let params = PatchParams::apply(&ctx.manager).force();
-            let mut applied = api.patch(&name, &params, &Patch::Apply(&child)).await?;
+            let mut applied = writer.apply(&name, &child).await?;
             if let Some(handover) = hand_over_created_fields(&applied, &ctx.manager) {
-                let merge = PatchParams::default();
-                api.patch(&name, &merge, &Patch::Merge(handover)).await?;
-                applied = api.patch(&name, &params, &Patch::Apply(&child)).await?;
+                writer.merge(&name, &handover).await?;
+                applied = writer.apply(&name, &child).await?;
             }
             let before = actual["metadata"]["resourceVersion"].as_str();
-            if applied.resource_version().as_deref() == before {
+            if applied.resource_version.as_deref() == before {
                 // The API server had it all already (a value it normalises): nothing to tell.
                 remember(shared, &applied, hash);
                 return Ok(key);
@@ -143,6 +140,54 @@ async fn apply_child<R: Reconcile>(
     let note = format!("{reason} {kind} {namespace}/{name}");
     publish(ctx, object, EventType::Normal, reason, note);
     Ok(key)
+}
+
+/// Writes children of one kind in one namespace, sending their JSON as it is and reading of
+/// the API server's answer only the metadata: a reconcile needs the answer's keys and managed
+/// fields, not the whole object decoded.
+struct Writer<'a> {
+    client: &'a Client,
+    resource: &'a ApiResource,
+    namespace: &'a str,
+    manager: &'a str,
+}
+
+/// The metadata of the object an API server's answer holds; serde skips the rest.
+#[derive(Deserialize)]
+pub(crate) struct Written {
+    pub(crate) metadata: ObjectMeta,
+}
+
+impl Writer<'_> {
+    fn request(&self) -> kube::core::Request {
+        let path = DynamicObject::url_path(self.resource, Some(self.namespace));
+        kube::core::Request::new(path)
+    }
+
+    async fn create(&self, child: &Value) -> Result<ObjectMeta> {
+        let params = PostParams {
+            field_manager: Some(self.manager.to_owned()),
+            ..PostParams::default()
+        };
+        let request = (self.request().create(&params, serde_json::to_vec(child)?))
+            .map_err(kube::Error::BuildRequest)?;
+        Ok(self.client.request::<Written>(request).await?.metadata)
+    }
+
+    async fn apply(&self, name: &str, child: &Value) -> Result<ObjectMeta> {
+        let params = PatchParams::apply(self.manager).force();
+        let request = (self.request().patch(name, &params, &Patch::Apply(child)))
+            .map_err(kube::Error::BuildRequest)?;
+        Ok(self.client.request::<Written>(request).await?.metadata)
+    }
+
+    async fn merge(&self, name: &str, patch: &Value) -> Result<()> {
+        let params = PatchParams::default();
+        let request = (self.request().patch(name, &params, &Patch::Merge(patch)))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request::<Written>(request).await?;
+        Ok(())
+    }
 }
 
 /// Whether `actual` is as `desired` asks: it holds every field `desired` sets (see
@@ -170,9 +215,9 @@ fn up_to_date<R: Reconcile>(
         .is_some_and(|(v, h)| v == version && h == hash)
 }
 
-fn remember<R: Reconcile>(shared: &Shared<R>, written: &DynamicObject, hash: String) {
-    if let (Some(uid), Some(version)) = (written.uid(), written.resource_version()) {
-        lock(&shared.applied).insert(uid, (version, hash));
+fn remember<R: Reconcile>(shared: &Shared<R>, written: &ObjectMeta, hash: String) {
+    if let (Some(uid), Some(version)) = (&written.uid, &written.resource_version) {
+        lock(&shared.applied).insert(uid.clone(), (version.clone(), hash));
     }
 }
 
@@ -300,8 +345,8 @@ fn place<R: Reconcile>(object: &R::Kind, child: &Value, ctx: &Context) -> Result
 /// fields join the `Apply` entry, guarded by the resource version (a 409 if the child changed
 /// meanwhile); the apply that follows removes what it no longer sets. `None` when there is
 /// nothing to hand over.
-pub fn hand_over_created_fields<R: Resource>(child: &R, manager: &str) -> Option<Value> {
-    let entries = child.meta().managed_fields.as_ref()?;
+pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Option<Value> {
+    let entries = child.managed_fields.as_ref()?;
     let ours = |entry: &ManagedFieldsEntry, operation: &str| {
         entry.manager.as_deref() == Some(manager)
             && entry.operation.as_deref() == Some(operation)
@@ -317,7 +362,7 @@ pub fn hand_over_created_fields<R: Resource>(child: &R, manager: &str) -> Option
     let fields = applied.fields_v1.get_or_insert_with(|| FieldsV1(json!({})));
     add_fields(&mut fields.0, created.fields_v1.as_ref()?.0.clone());
     Some(json!({
-        "metadata": { "resourceVersion": child.resource_version()?, "managedFields": handed }
+        "metadata": { "resourceVersion": child.resource_version.as_ref()?, "managedFields": handed }
     }))
 }
 
@@ -338,7 +383,8 @@ fn add_fields(into: &mut Value, from: Value) {
 
 /// Whether every field of `desired` has its value in `actual`: what this manager applies, not
 /// the whole object, so fields other managers or the API server added never count as drift.
-pub fn is_applied<T: Serialize>(desired: &T, actual: &T) -> Result<bool> {
+#[cfg(test)]
+pub(crate) fn is_applied<T: serde::Serialize>(desired: &T, actual: &T) -> Result<bool> {
     Ok(contains(
         &serde_json::to_value(actual)?,
         &serde_json::to_value(desired)?,

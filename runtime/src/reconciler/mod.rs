@@ -59,7 +59,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{StreamExt, future::BoxFuture};
+use futures::{StreamExt, TryStreamExt, future::BoxFuture};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -76,7 +76,8 @@ use tracing::{debug, warn};
 
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use apply::as_applied;
-pub use apply::{hand_over_created_fields, is_applied};
+#[cfg(test)]
+use apply::{hand_over_created_fields, is_applied};
 
 use crate::{
     Context, Error, Result,
@@ -302,9 +303,17 @@ pub async fn run<R: Reconcile>(
     );
     let (store, writer) = reflector::store();
     let errors = WatchErrors::default();
+    // Whether the kind's cache had its first list, kept apart from the store's own readiness,
+    // which wakes only the last of several waiters (kube-runtime's controller waits on it).
+    let (listed, mut first_list) = tokio::sync::watch::channel(false);
     let events = watch::streaming(objects, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(watch::slim)
+        .inspect_ok(move |event| {
+            if matches!(event, watcher::Event::InitDone) {
+                listed.send_replace(true);
+            }
+        })
         .reflect(writer)
         .applied_objects();
     let triggers = if R::OWNS_STATUS {
@@ -332,9 +341,12 @@ pub async fn run<R: Reconcile>(
         .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)));
     let shared = Arc::new(Shared::new(Arc::new(reconciler), ctx.clone(), caches));
     let synced = {
-        let (store, shared) = (store.clone(), shared.clone());
+        let shared = shared.clone();
         async move {
-            store.wait_until_ready().await.map_err(|_| ())?;
+            first_list
+                .wait_for(|listed| *listed)
+                .await
+                .map_err(|_| ())?;
             shared.caches.filled_once().await.map_err(|_| ())
         }
     };
@@ -466,13 +478,13 @@ async fn reconcile_once<R: Reconcile>(object: &R::Kind, shared: &Shared<R>) -> R
     let observed = Observed::new(&shared.caches, uid.clone());
     let desired = crate::error::recover(shared.reconciler.desired(object, ctx, &observed)).await;
     let outcome = match desired {
-        Ok(desired) => apply::write(object, &desired, shared, &api)
+        Ok(desired) => apply::write(object, &desired, shared)
             .await
             .map(|()| desired),
         Err(error) => Err(error),
     };
     if R::OWNS_STATUS {
-        let written = report::ready(&api, object, outcome.as_ref().err(), shared).await;
+        let written = report::ready(object, outcome.as_ref().err(), shared).await;
         // A failure's own error says more than a failed status write.
         if outcome.is_ok() {
             written?;

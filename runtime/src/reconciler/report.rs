@@ -4,14 +4,18 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{
-    Api, Resource, ResourceExt,
+    Resource, ResourceExt,
     api::{Patch, PatchParams},
     runtime::events::EventType,
 };
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::{Reconcile, Shared, apply::contains, lock, publish};
+use super::{
+    Reconcile, Shared,
+    apply::{Written, contains},
+    lock, publish,
+};
 use crate::{Error, Result, status};
 
 /// The object's status as JSON (its type is the kind's own).
@@ -33,7 +37,6 @@ fn conditions_of(status: &Value) -> Vec<Condition> {
 /// their status stays; `Ready` and `observedGeneration` are the reconciler's and left out. A
 /// field the project stops setting is removed: this controller owns the kind's status.
 pub(super) async fn own_status<R: Reconcile>(
-    api: &Api<R::Kind>,
     object: &R::Kind,
     own: &Value,
     shared: &Shared<R>,
@@ -79,11 +82,9 @@ pub(super) async fn own_status<R: Reconcile>(
         "kind": R::Kind::kind(&()),
         "status": own,
     });
-    let params = PatchParams::apply(&format!("{}-status", shared.ctx.manager)).force();
-    let written = api
-        .patch_status(&object.name_any(), &params, &Patch::Apply(patch))
-        .await?;
-    let version = written.resource_version().unwrap_or_default();
+    let manager = format!("{}-status", shared.ctx.manager);
+    let written = patch_status(&shared.ctx.client, object, &manager, &patch).await?;
+    let version = written.resource_version.unwrap_or_default();
     lock(&shared.own_written).insert(uid, (version, summary));
     Ok(())
 }
@@ -93,7 +94,6 @@ pub(super) async fn own_status<R: Reconcile>(
 /// object (its cache may not show the write yet). A success right after a failure is written
 /// even while the cache shows the success before it.
 pub(super) async fn ready<R: Reconcile>(
-    api: &Api<R::Kind>,
     object: &R::Kind,
     error: Option<&Error>,
     shared: &Shared<R>,
@@ -146,8 +146,7 @@ pub(super) async fn ready<R: Reconcile>(
         "kind": R::Kind::kind(&()),
         "status": { "conditions": [condition], "observedGeneration": generation },
     });
-    let params = PatchParams::apply(&ctx.manager).force();
-    let written = api.patch_status(&name, &params, &Patch::Apply(patch)).await;
+    let written = patch_status(&ctx.client, object, &ctx.manager, &patch).await;
     let was_ready = previous.is_none_or(|c| c.status == "True");
     if !ready && was_ready {
         publish(ctx, object, EventType::Warning, &reason, message);
@@ -164,4 +163,20 @@ pub(super) async fn ready<R: Reconcile>(
             Err(error.into())
         }
     }
+}
+
+/// Applies `patch` to the object's status as `manager`, reading of the answer only its
+/// metadata (the whole object decoded would be a cost at every status write).
+async fn patch_status<K: Resource<DynamicType = ()>>(
+    client: &kube::Client,
+    object: &K,
+    manager: &str,
+    patch: &Value,
+) -> kube::Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    let path = K::url_path(&(), object.meta().namespace.as_deref());
+    let params = PatchParams::apply(manager).force();
+    let request = kube::core::Request::new(path)
+        .patch_subresource("status", &object.name_any(), &params, &Patch::Apply(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    Ok(client.request::<Written>(request).await?.metadata)
 }

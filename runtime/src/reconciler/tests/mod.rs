@@ -351,7 +351,7 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
     assert_eq!(action.expect("reconcile succeeds"), resync(&object));
     assert!(
-        hand_over_created_fields(&child, crate::testing::MANAGER).is_none(),
+        hand_over_created_fields(child.meta(), crate::testing::MANAGER).is_none(),
         "nothing to hand over without an Update entry"
     );
 }
@@ -362,13 +362,12 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
 async fn a_reconcile_waits_for_the_first_lists_of_its_caches() {
     let object = converged::<ThingReconciler>(&thing("a"));
     let (ctx, server) = crate::testing::mock_context();
-    let (caches, mut children_writer, mut names_writer) = crate::caches::unfilled::<ConfigMap>();
+    let (caches, fill) = crate::caches::unfilled::<ConfigMap>();
     let shared = Arc::new(Shared::new(Arc::new(ThingReconciler), ctx, caches));
     let mut reconciling = Box::pin(reconcile(Arc::new(object.clone()), shared));
     let early = tokio::time::timeout(Duration::from_millis(200), &mut reconciling).await;
     assert!(early.is_err(), "it waits for the caches");
-    crate::testing::fill(&mut children_writer, applied_children(&object).await);
-    crate::testing::fill(&mut names_writer, Vec::new());
+    fill(applied_children(&object).await, Vec::new());
     let (action, requests) = converse(async move { server }, reconciling).await;
     assert_eq!(action.expect("reconcile succeeds"), resync(&object));
     assert!(requests.is_empty(), "nothing to write: {requests:?}");
@@ -491,4 +490,24 @@ async fn a_panic_in_desired_is_an_error_of_that_object() {
     let error = result.expect_err("a panic is an error");
     assert_eq!(error.retry(), Retry::Backoff);
     assert_eq!(error.metric_label(), "panic");
+}
+
+/// A reconcile and the cache sync wait for the same caches at once: both are woken when the
+/// caches fill (kube-runtime's store readiness wakes only the last waiter, which left a leader
+/// that started late with a reconcile waiting forever).
+#[tokio::test]
+async fn every_waiter_is_woken_when_the_caches_fill() {
+    let (caches, fill) = crate::caches::unfilled::<ConfigMap>();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let caches = caches.clone();
+            tokio::spawn(async move { caches.filled_once().await.is_ok() })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    fill(Vec::new(), Vec::new());
+    for waiter in waiters {
+        let woken = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        assert!(matches!(woken, Ok(Ok(true))), "a waiter was not woken");
+    }
 }
