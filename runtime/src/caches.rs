@@ -369,10 +369,14 @@ where
 #[cfg(test)]
 type Writer<K> = reflector::store::Writer<watch::Packed<K>>;
 
+/// The names of other objects of kind `C`, as the names cache holds them.
+#[cfg(test)]
+type Names<C> = Vec<PartialObjectMeta<C>>;
+
 /// Caches of kind `C` that have not had their first list yet, for tests: the caches, and a
 /// function that gives each its first list (`children`, and `others` as names).
 #[cfg(test)]
-pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Vec<PartialObjectMeta<C>>)) {
+pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Names<C>)) {
     let (children, mut writer): (_, Writer<C>) = reflector::store();
     let (names, mut names_writer): (_, Writer<PartialObjectMeta<C>>) = reflector::store();
     let (filled, filled_rx) = tokio::sync::watch::channel(0);
