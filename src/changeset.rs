@@ -16,6 +16,7 @@ use thiserror::Error;
 pub enum ChangeKind {
     Create,
     Update,
+    Delete,
 }
 
 impl ChangeKind {
@@ -23,6 +24,16 @@ impl ChangeKind {
         match self {
             ChangeKind::Create => "create",
             ChangeKind::Update => "update",
+            ChangeKind::Delete => "delete",
+        }
+    }
+
+    /// The past tense, for what was written: `Created`.
+    pub fn done(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "Created",
+            ChangeKind::Update => "Updated",
+            ChangeKind::Delete => "Deleted",
         }
     }
 }
@@ -87,11 +98,27 @@ impl ChangeSet {
         );
     }
 
+    /// Deletes `path` (a file kopgen wrote). A file that does not exist is left as it is; one
+    /// this change set would create is simply not created.
+    pub fn remove(&mut self, path: impl Into<PathBuf>) {
+        let path = path.into();
+        if self.root.join(&path).is_file() {
+            let change = Change {
+                path: path.clone(),
+                kind: ChangeKind::Delete,
+                contents: String::new(),
+            };
+            self.files.insert(path, change);
+        } else {
+            self.files.remove(&path);
+        }
+    }
+
     /// The contents `path` will have: the pending change if there is one, else what is on disk.
     pub fn read(&self, path: impl AsRef<Path>) -> Result<Option<String>, ChangeError> {
         let path = path.as_ref();
         if let Some(change) = self.files.get(path) {
-            return Ok(Some(change.contents.clone()));
+            return Ok((change.kind != ChangeKind::Delete).then(|| change.contents.clone()));
         }
         let full = self.root.join(path);
         match fs::read_to_string(&full) {
@@ -102,7 +129,10 @@ impl ChangeSet {
     }
 
     pub fn exists(&self, path: impl AsRef<Path>) -> bool {
-        self.files.contains_key(path.as_ref()) || self.root.join(path).exists()
+        match self.files.get(path.as_ref()) {
+            Some(change) => change.kind != ChangeKind::Delete,
+            None => self.root.join(path).exists(),
+        }
     }
 
     /// The changes, sorted by path, skipping updates that would not change the file.
@@ -122,7 +152,11 @@ impl ChangeSet {
                 if change.kind == ChangeKind::Create {
                     return Some((change, None));
                 }
-                match fs::read_to_string(self.root.join(&change.path)) {
+                let old = fs::read_to_string(self.root.join(&change.path));
+                if change.kind == ChangeKind::Delete {
+                    return Some((change, old.ok()));
+                }
+                match old {
                     Ok(old) if old == change.contents => None,
                     Ok(old) => Some((change, Some(old))),
                     Err(_) => Some((change, None)),
@@ -159,15 +193,26 @@ impl ChangeSet {
         parents.iter().for_each(|dir| remove_stale_stages(dir));
         let mut created_dirs: Vec<PathBuf> = Vec::new();
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        // Files to delete are moved aside first, so that a failure puts them back.
+        let mut set_aside: Vec<(PathBuf, PathBuf)> = Vec::new();
         let result = (|| {
-            for change in &changes {
+            for change in changes.iter().filter(|c| c.kind == ChangeKind::Delete) {
+                let dest = self.root.join(&change.path);
+                let aside = staging_path(&dest, ASIDE_SUFFIX);
+                fs::rename(&dest, &aside).map_err(|error| ChangeError::Write {
+                    path: dest.clone(),
+                    error,
+                })?;
+                set_aside.push((aside, dest));
+            }
+            for change in changes.iter().filter(|c| c.kind != ChangeKind::Delete) {
                 let dest = self.root.join(&change.path);
                 let parent = dest.parent().unwrap_or(&self.root).to_path_buf();
                 create_dirs(&parent, &mut created_dirs).map_err(|error| ChangeError::Write {
                     path: parent.clone(),
                     error,
                 })?;
-                let stage = staging_path(&dest);
+                let stage = staging_path(&dest, STAGE_SUFFIX);
                 staged.push((stage.clone(), dest.clone()));
                 fs::write(&stage, &change.contents)
                     .map_err(|error| ChangeError::Write { path: dest, error })?;
@@ -177,6 +222,9 @@ impl ChangeSet {
         if let Err(error) = result {
             for (stage, _) in &staged {
                 let _ = fs::remove_file(stage);
+            }
+            for (aside, dest) in &set_aside {
+                let _ = fs::rename(aside, dest);
             }
             for dir in created_dirs.iter().rev() {
                 let _ = fs::remove_dir(dir);
@@ -189,6 +237,9 @@ impl ChangeSet {
                     let _ = fs::remove_file(stage);
                 }
                 // Renames already made cannot be taken back: say so, rather than "nothing".
+                for (aside, dest) in &set_aside {
+                    let _ = fs::rename(aside, dest);
+                }
                 return Err(ChangeError::Replace {
                     path: dest.clone(),
                     error,
@@ -200,25 +251,42 @@ impl ChangeSet {
                 });
             }
         }
+        for (aside, dest) in &set_aside {
+            let _ = fs::remove_file(aside);
+            remove_empty_dirs(dest.parent(), &self.root);
+        }
         Ok(changes)
     }
 }
 
 /// The suffix of files staged by [`ChangeSet::write`].
 const STAGE_SUFFIX: &str = ".kopgen-tmp";
+/// The suffix of files [`ChangeSet::write`] moved aside to delete them.
+const ASIDE_SUFFIX: &str = ".kopgen-del";
+
+/// Removes `dir` and its parents while they are empty, up to `root` (kept).
+fn remove_empty_dirs(mut dir: Option<&Path>, root: &Path) {
+    while let Some(current) = dir {
+        if current == root || !current.starts_with(root) || fs::remove_dir(current).is_err() {
+            return;
+        }
+        dir = current.parent();
+    }
+}
 
 /// A name next to `dest` that no other run uses: the process id and a counter.
-fn staging_path(dest: &Path) -> PathBuf {
+fn staging_path(dest: &Path, suffix: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.{}.{n}{STAGE_SUFFIX}", std::process::id()))
+    dest.with_file_name(format!(".{name}.{}.{n}{suffix}", std::process::id()))
 }
 
-/// Removes what a killed run staged in `dir`: under the project lock no other run is staging.
+/// Removes what a killed run staged in `dir`, and puts back what it had moved aside to delete:
+/// under the project lock no other run is writing.
 fn remove_stale_stages(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -228,8 +296,21 @@ fn remove_stale_stages(dir: &Path) {
         let name = name.to_string_lossy();
         if name.starts_with('.') && name.ends_with(STAGE_SUFFIX) {
             let _ = fs::remove_file(entry.path());
+        } else if let Some(original) = set_aside_from(&name) {
+            let original = dir.join(original);
+            if !original.exists() {
+                let _ = fs::rename(entry.path(), original);
+            }
         }
     }
+}
+
+/// The name a file had before [`ChangeSet::write`] moved it aside as `name`.
+fn set_aside_from(name: &str) -> Option<&str> {
+    let stem = name.strip_prefix('.')?.strip_suffix(ASIDE_SUFFIX)?;
+    let mut parts = stem.rsplitn(3, '.');
+    let (_, _, original) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(original)
 }
 
 /// An exclusive lock on `root` (the directory itself, so nothing is added to the tree), held
@@ -318,6 +399,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn files_are_deleted_with_the_directories_they_leave_empty() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(tmp.path().join("a/b")).expect("dirs");
+        fs::write(tmp.path().join("a/b/gone.txt"), "x").expect("write");
+        fs::write(tmp.path().join("a/kept.txt"), "y").expect("write");
+        let mut set = ChangeSet::new(tmp.path());
+        set.remove("a/b/gone.txt");
+        set.put("a/new.txt", "z".into());
+        assert!(!set.exists("a/b/gone.txt"));
+        assert_eq!(set.read("a/b/gone.txt").expect("read"), None);
+        let written: Vec<_> = set.write().expect("write").iter().map(|c| c.kind).collect();
+        assert_eq!(written, [ChangeKind::Delete, ChangeKind::Create]);
+        assert!(
+            !tmp.path().join("a/b").exists(),
+            "the emptied directory goes"
+        );
+        assert!(tmp.path().join("a/kept.txt").exists());
+    }
+
+    #[test]
+    fn a_failed_write_puts_deleted_files_back() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join("gone.txt"), "x").expect("write");
+        fs::write(tmp.path().join("blocker"), "x").expect("write");
+        let mut set = ChangeSet::new(tmp.path());
+        set.remove("gone.txt");
+        set.put("blocker/second.txt", "2".into());
+        assert!(set.write().is_err());
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("gone.txt"))
+                .ok()
+                .as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            fs::read_dir(tmp.path()).expect("dir").count(),
+            2,
+            "nothing left aside"
+        );
+    }
+
+    #[test]
+    fn what_a_killed_run_set_aside_is_put_back() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        fs::write(tmp.path().join(".gone.txt.123.4.kopgen-del"), "x").expect("write");
+        remove_stale_stages(tmp.path());
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("gone.txt"))
+                .ok()
+                .as_deref(),
+            Some("x")
+        );
     }
 
     #[test]

@@ -42,28 +42,7 @@ pub fn insert_at_marker(
     lines: &[String],
     placement: Placement,
 ) -> Result<String, InsertionError> {
-    let positions: Vec<usize> = contents
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| line.trim_end().ends_with(marker))
-        .map(|(i, _)| i)
-        .collect();
-    let index = match positions.as_slice() {
-        [index] => *index,
-        [] => {
-            return Err(InsertionError::MissingMarker {
-                file: file.to_owned(),
-                marker: marker.to_owned(),
-            });
-        }
-        more => {
-            return Err(InsertionError::DuplicateMarker {
-                file: file.to_owned(),
-                marker: marker.to_owned(),
-                count: more.len(),
-            });
-        }
-    };
+    let index = marker_line(file, contents, marker)?;
     let existing: Vec<&str> = contents.lines().map(str::trim).collect();
     let all_lines: Vec<&str> = contents.lines().collect();
     let marker_line = all_lines[index];
@@ -106,6 +85,76 @@ pub fn insert_at_marker(
         text.push_str(newline);
     }
     Ok(text)
+}
+
+/// Returns `contents` without `lines` where they stand above the line containing `marker` (in
+/// the run of lines a command inserts into there): what [`insert_at_marker`] added, taken out
+/// again. Other lines, the user's included, stay; a line not found is no error.
+pub fn remove_at_marker(
+    file: &str,
+    contents: &str,
+    marker: &str,
+    lines: &[String],
+) -> Result<String, InsertionError> {
+    let index = marker_line(file, contents, marker)?;
+    let all: Vec<&str> = contents.lines().collect();
+    let mut drop = vec![false; all.len()];
+    for line in lines {
+        let wanted: Vec<&str> = line.lines().map(str::trim).collect();
+        let Some(first) = wanted.first() else {
+            continue;
+        };
+        // The nearest occurrence above the marker.
+        let found = (0..index).rev().find(|&start| {
+            all[start].trim() == *first
+                && start + wanted.len() <= index
+                && (0..wanted.len()).all(|i| !drop[start + i] && all[start + i].trim() == wanted[i])
+        });
+        if let Some(start) = found {
+            drop[start..start + wanted.len()]
+                .iter_mut()
+                .for_each(|d| *d = true);
+        }
+    }
+    if !drop.contains(&true) {
+        return Ok(contents.to_owned());
+    }
+    let kept: Vec<&str> = (all.iter().zip(&drop))
+        .filter(|(_, drop)| !**drop)
+        .map(|(line, _)| *line)
+        .collect();
+    let newline = if contents.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut text = kept.join(newline);
+    if contents.ends_with('\n') {
+        text.push_str(newline);
+    }
+    Ok(text)
+}
+
+/// The index of the one line containing `marker`.
+fn marker_line(file: &str, contents: &str, marker: &str) -> Result<usize, InsertionError> {
+    let positions: Vec<usize> = contents
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_end().ends_with(marker))
+        .map(|(i, _)| i)
+        .collect();
+    match positions.as_slice() {
+        [index] => Ok(*index),
+        [] => Err(InsertionError::MissingMarker {
+            file: file.to_owned(),
+            marker: marker.to_owned(),
+        }),
+        more => Err(InsertionError::DuplicateMarker {
+            file: file.to_owned(),
+            marker: marker.to_owned(),
+            count: more.len(),
+        }),
+    }
 }
 
 /// rustfmt's "version sorting" (style edition 2024): digit runs compare as numbers, so
@@ -161,6 +210,33 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn what_was_inserted_is_removed_and_nothing_else() {
+        let before = "pub mod apps;\n// mine\npub mod web;\n// +kopgen:scaffold:m\n";
+        let lines = vec!["pub mod batch;".to_owned()];
+        let inserted = insert_at_marker(
+            "m.rs",
+            before,
+            "+kopgen:scaffold:m",
+            &lines,
+            Placement::Sorted,
+        )
+        .expect("inserted");
+        assert_ne!(inserted, before);
+        let removed =
+            remove_at_marker("m.rs", &inserted, "+kopgen:scaffold:m", &lines).expect("removed");
+        assert_eq!(removed, before);
+        let call = vec!["converges_and_cleans_up!(\n    long_name,\n    \"x\"\n);".to_owned()];
+        let with_call =
+            "a\nconverges_and_cleans_up!(\n    long_name,\n    \"x\"\n);\n// +kopgen:scaffold:t\n";
+        assert_eq!(
+            remove_at_marker("t.rs", with_call, "+kopgen:scaffold:t", &call).expect("removed"),
+            "a\n// +kopgen:scaffold:t\n",
+            "a call over several lines"
+        );
+        assert!(remove_at_marker("t.rs", "a\n", "+kopgen:scaffold:t", &call).is_err());
+    }
 
     #[test]
     fn sorted_placement_keeps_rustfmt_order() {

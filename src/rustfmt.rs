@@ -36,6 +36,15 @@ pub fn format_long_lines(changes: &mut ChangeSet) {
     }
 }
 
+/// `text` (Rust) as scaffolding writes it: formatted if a line is over 100 columns, and
+/// rustfmt is there.
+pub fn as_written(text: String) -> String {
+    if !text.lines().any(needs_wrapping) {
+        return text;
+    }
+    format_one(&text).unwrap_or(text)
+}
+
 /// A code line over rustfmt's width; comments are exempt, since rustfmt leaves them alone.
 fn needs_wrapping(line: &str) -> bool {
     line.chars().count() > MAX_WIDTH && !line.trim_start().starts_with("//")

@@ -3,12 +3,15 @@
 
 use std::path::PathBuf;
 
-use heck::{ToKebabCase, ToSnakeCase};
+use heck::ToKebabCase;
 use thiserror::Error;
 
+use super::edit::{EditError, register_module};
+pub(super) use super::edit::{comment, edit, edit_sorted, put_new, uncomment};
+pub(super) use super::kind::{Kind, sample_file};
 use crate::{
     changeset::{ChangeError, ChangeSet},
-    insertion::{InsertionError, Placement, insert_at_marker},
+    insertion::InsertionError,
     k8s_kinds::{self, BuiltinKind},
     names::{self, NameError},
     project::{self, Project, ProjectError, Resource, ResourceApi},
@@ -45,10 +48,6 @@ pub enum ApiError {
         version: String,
         kind: String,
     },
-    #[error(
-        "{0}: already exists and was not scaffolded for this kind by kopgen. Move it away or pass --force to overwrite it"
-    )]
-    FileExists(String),
     #[error("nothing to scaffold: --resource=false and --controller=false")]
     NothingToDo,
     #[error(
@@ -110,19 +109,8 @@ pub enum ApiError {
     Template(#[from] TemplateError),
     #[error(transparent)]
     Change(#[from] ChangeError),
-}
-
-/// The kind being scaffolded, with every name the templates need derived once.
-pub(super) struct Kind {
-    pub(super) group: String,
-    pub(super) full_group: String,
-    pub(super) version: String,
-    pub(super) kind: String,
-    pub(super) plural: String,
-    pub(super) namespaced: bool,
-    pub(super) group_mod: String,
-    pub(super) version_mod: String,
-    pub(super) kind_snake: String,
+    #[error(transparent)]
+    Edit(#[from] EditError),
 }
 
 /// Validates `options` against the project and renders every created and edited file in memory.
@@ -482,7 +470,7 @@ fn add_controller(
 
 /// One kind's line of `tests/integration.rs`, laid out as rustfmt lays out a macro call: on one
 /// line while its arguments fit rustfmt's `fn_call_width` (60), one argument a line past it.
-fn integration_test(name: &str, sample: &str) -> String {
+pub(super) fn integration_test(name: &str, sample: &str) -> String {
     let path = format!("\"config/samples/{sample}\"");
     if name.len() + 2 + path.len() <= 60 {
         format!("converges_and_cleans_up!({name}, {path});")
@@ -491,13 +479,8 @@ fn integration_test(name: &str, sample: &str) -> String {
     }
 }
 
-/// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
-pub(super) fn sample_file(group: &str, version: &str, kind: &str) -> String {
-    format!("{group}_{version}_{}.yaml", kind.to_snake_case())
-}
-
 /// The generated project's integration tests, one line per kind with a controller.
-const INTEGRATION_TESTS: &str = "tests/integration.rs";
+pub(super) const INTEGRATION_TESTS: &str = "tests/integration.rs";
 
 /// The project's own kind of this group, version and kind, if it has one.
 fn own_kind(project: &Project, options: &ApiOptions) -> Option<Resource> {
@@ -606,94 +589,6 @@ fn plan_external_controller(
     Ok(())
 }
 
-impl Kind {
-    /// The kind a PROJECT entry of this project's own types describes.
-    pub(super) fn of(resource: &Resource) -> Self {
-        Self::new(
-            &resource.group,
-            &resource.full_group(),
-            &resource.version,
-            &resource.kind,
-            resource.plural(),
-            resource.api.as_ref().is_some_and(|a| a.namespaced),
-        )
-    }
-
-    pub(super) fn new(
-        group: &str,
-        full_group: &str,
-        version: &str,
-        kind: &str,
-        plural: String,
-        namespaced: bool,
-    ) -> Self {
-        Self {
-            group: group.to_owned(),
-            full_group: full_group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
-            plural,
-            namespaced,
-            group_mod: names::module_name(group),
-            version_mod: names::module_name(version),
-            kind_snake: names::module_name(kind),
-        }
-    }
-
-    pub(super) fn context(&self, project: &Project, header: &str) -> tera::Context {
-        let mut context = tera::Context::new();
-        context.insert("header", header);
-        context.insert("project_name", &project.project_name);
-        context.insert("crate_name", &project.project_name.replace('-', "_"));
-        context.insert("domain", &project.domain);
-        context.insert("group", &self.group);
-        context.insert("full_group", &self.full_group);
-        context.insert("version", &self.version);
-        context.insert("kind", &self.kind);
-        context.insert("kind_snake", &self.kind_snake);
-        context.insert("object_var", &object_var(&self.kind_snake));
-        context.insert("kind_kebab", &self.kind.to_kebab_case());
-        context.insert("plural", &self.plural);
-        context.insert(
-            "plural_ident",
-            &names::module_name(&self.plural.replace('-', "_")),
-        );
-        context.insert("namespaced", &self.namespaced);
-        context.insert("group_mod", &self.group_mod);
-        context.insert("version_mod", &self.version_mod);
-        context.insert("shortname", &shortname(&self.kind));
-        context.insert("storage", &true);
-        context
-    }
-}
-
-/// The name of the reconciled object in the controller's functions: the kind in snake case
-/// (`blog`), unless that is a name the scaffolded code uses for something else.
-fn object_var(kind_snake: &str) -> String {
-    const TAKEN: &[&str] = &[
-        "ctx",
-        "data",
-        "name",
-        "namespace",
-        "observed",
-        "value",
-        "object",
-        "reconciler",
-    ];
-    if TAKEN.contains(&kind_snake) {
-        format!("this_{kind_snake}")
-    } else {
-        kind_snake.to_owned()
-    }
-}
-
-/// Initials of a multi-word kind (`CronJob` → `cj`), the way built-in short names look;
-/// single-word kinds get none, since their singular name is already short.
-fn shortname(kind: &str) -> Option<String> {
-    let initials: String = kind.chars().filter(char::is_ascii_uppercase).collect();
-    (initials.len() >= 2).then(|| initials.to_ascii_lowercase())
-}
-
 fn register_controller(
     changes: &mut ChangeSet,
     kind: &Kind,
@@ -733,139 +628,11 @@ fn register_controller(
 /// Uncomments `#- ../crd` in config/default, as Kubebuilder does with the first kind: a crd
 /// kustomization without resources does not build. A line the user removed stays removed.
 fn enable_crds_in_default(changes: &mut ChangeSet) -> Result<(), ApiError> {
-    uncomment(
+    Ok(uncomment(
         changes,
         "config/default/kustomization.yaml",
         &[&["- ../crd"]],
-    )
-}
-
-/// Uncomments each block of consecutive lines of `file` written as `#<line>`. A block the user
-/// removed or changed stays as it is.
-pub(super) fn uncomment(
-    changes: &mut ChangeSet,
-    file: &str,
-    blocks: &[&[&str]],
-) -> Result<(), ApiError> {
-    rewrite_blocks(changes, file, blocks, true)
-}
-
-/// Comments out each block of consecutive lines of `file` (the opposite of [`uncomment`]).
-pub(super) fn comment(
-    changes: &mut ChangeSet,
-    file: &str,
-    blocks: &[&[&str]],
-) -> Result<(), ApiError> {
-    rewrite_blocks(changes, file, blocks, false)
-}
-
-fn rewrite_blocks(
-    changes: &mut ChangeSet,
-    file: &str,
-    blocks: &[&[&str]],
-    enable: bool,
-) -> Result<(), ApiError> {
-    let Some(text) = changes.read(file)? else {
-        return Ok(());
-    };
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for block in blocks {
-        let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
-        let (from, to): (Vec<&str>, Vec<&str>) = if enable {
-            (
-                commented.iter().map(String::as_str).collect(),
-                block.to_vec(),
-            )
-        } else {
-            (
-                block.to_vec(),
-                commented.iter().map(String::as_str).collect(),
-            )
-        };
-        if let Some(start) = lines
-            .windows(block.len())
-            .position(|window| window.iter().zip(&from).all(|(l, f)| l.trim_end() == *f))
-        {
-            for (offset, line) in to.iter().enumerate() {
-                lines[start + offset] = (*line).to_owned();
-            }
-        }
-    }
-    let mut edited = lines.join("\n");
-    edited.push('\n');
-    if edited != text {
-        changes.put(file, edited);
-    }
-    Ok(())
-}
-
-/// Declares `pub mod <module>;` in `parent` and creates the module file if it is new.
-fn register_module(
-    changes: &mut ChangeSet,
-    parent: &str,
-    marker: &str,
-    module: &str,
-    render: impl FnOnce() -> Result<String, TemplateError>,
-    module_file: &str,
-) -> Result<(), ApiError> {
-    if !changes.exists(module_file) {
-        changes.put(module_file, render()?);
-    }
-    edit_sorted(changes, parent, marker, &[format!("pub mod {module};")])
-}
-
-/// Inserts `lines` right above `marker` in `file`, which must exist.
-pub(super) fn edit(
-    changes: &mut ChangeSet,
-    file: &str,
-    marker: &str,
-    lines: &[String],
-) -> Result<(), ApiError> {
-    edit_at(changes, file, marker, lines, Placement::Append)
-}
-
-/// Inserts `lines` into the sorted list above `marker` (module and `use` lists).
-pub(super) fn edit_sorted(
-    changes: &mut ChangeSet,
-    file: &str,
-    marker: &str,
-    lines: &[String],
-) -> Result<(), ApiError> {
-    edit_at(changes, file, marker, lines, Placement::Sorted)
-}
-
-fn edit_at(
-    changes: &mut ChangeSet,
-    file: &str,
-    marker: &str,
-    lines: &[String],
-    placement: Placement,
-) -> Result<(), ApiError> {
-    let contents = changes
-        .read(file)?
-        .ok_or_else(|| InsertionError::MissingMarker {
-            file: file.to_owned(),
-            marker: marker.to_owned(),
-        })?;
-    let edited = insert_at_marker(file, &contents, marker, lines, placement)?;
-    if edited != contents {
-        changes.put(file, edited);
-    }
-    Ok(())
-}
-
-/// Adds a file this command owns; an existing one is only replaced with --force.
-pub(super) fn put_new(
-    changes: &mut ChangeSet,
-    file: &str,
-    text: String,
-    force: bool,
-) -> Result<(), ApiError> {
-    if !force && changes.exists(file) {
-        return Err(ApiError::FileExists(file.to_owned()));
-    }
-    changes.put(file, text);
-    Ok(())
+    )?)
 }
 
 /// Replaces the PROJECT entry of the same group, version and kind, or appends one.

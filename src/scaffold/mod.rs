@@ -2,7 +2,11 @@
 //! without touching the disk; the CLI decides whether to write it or only show it (`--dry-run`).
 
 pub mod api;
+pub mod delete_api;
+pub mod delete_webhook;
+mod edit;
 pub mod init;
+mod kind;
 pub mod webhook;
 
 use std::time::{SystemTime, UNIX_EPOCH};

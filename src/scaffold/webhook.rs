@@ -90,6 +90,12 @@ impl From<crate::changeset::ChangeError> for WebhookError {
     }
 }
 
+impl From<super::edit::EditError> for WebhookError {
+    fn from(e: super::edit::EditError) -> Self {
+        WebhookError::Scaffold(e.into())
+    }
+}
+
 impl From<crate::templates::TemplateError> for WebhookError {
     fn from(e: crate::templates::TemplateError) -> Self {
         WebhookError::Scaffold(e.into())
@@ -98,7 +104,7 @@ impl From<crate::templates::TemplateError> for WebhookError {
 
 /// Files of the deployment layout that are the same for every kind: written with the first
 /// webhook, left as the user keeps them afterwards.
-const SHARED_FILES: &[&str] = &[
+pub(super) const SHARED_FILES: &[&str] = &[
     "config/webhook/kustomization.yaml",
     "config/webhook/service.yaml",
     "config/certmanager/issuer.yaml",
@@ -116,14 +122,14 @@ const SHARED_FILES: &[&str] = &[
 ];
 
 /// The kustomization that deploys the manager, where the webhook blocks are enabled.
-const DEFAULT_KUSTOMIZATION: &str = "config/default/kustomization.yaml";
+pub(super) const DEFAULT_KUSTOMIZATION: &str = "config/default/kustomization.yaml";
 
 /// Lines of [`DEFAULT_KUSTOMIZATION`] that `init` leaves commented out and the first webhook
 /// enables, each block as consecutive lines.
-const WEBHOOK_BLOCKS: &[&[&str]] = &[&["- ../webhook"], &["patches:"]];
+pub(super) const WEBHOOK_BLOCKS: &[&[&str]] = &[&["- ../webhook"], &["patches:"]];
 
 /// The lines of one way to get certificates; the other way's are commented out.
-fn certificate_blocks(mode: Certificates) -> &'static [&'static [&'static str]] {
+pub(super) fn certificate_blocks(mode: Certificates) -> &'static [&'static [&'static str]] {
     match mode {
         Certificates::CertManager => &[
             &["- ../certmanager"],
@@ -211,24 +217,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     });
     let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
     let header = super::init::header_from_boilerplate(&boilerplate);
-    let mut context = kind.context(&project, &header);
-    let lower = options.kind.to_lowercase();
-    let endpoint = format!(
-        "{}-{}-{lower}",
-        full_group.replace('.', "-"),
-        options.version
-    );
-    context.insert("defaulting", &defaulting);
-    context.insert("validation", &validation);
-    context.insert("mutate_path", &format!("/mutate-{endpoint}"));
-    context.insert("validate_path", &format!("/validate-{endpoint}"));
-    let webhook_name = |prefix: char| format!("{prefix}{lower}-{}.{full_group}", options.version);
-    context.insert("mutate_name", &webhook_name('m'));
-    context.insert("validate_name", &webhook_name('v'));
-    context.insert(
-        "sample",
-        &api::sample_file(&options.group, &options.version, &options.kind),
-    );
+    let mut context = context_of(&kind, &project, &header, defaulting, validation);
 
     put_shared_files(&mut changes, &context)?;
     register_webhooks(&mut changes, &context)?;
@@ -278,6 +267,33 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     Ok(changes)
 }
 
+/// What the webhook templates of `kind` need: its names, the paths and names of its admission
+/// webhooks, and which of them it has.
+pub(super) fn context_of(
+    kind: &Kind,
+    project: &Project,
+    header: &str,
+    defaulting: bool,
+    validation: bool,
+) -> tera::Context {
+    let mut context = kind.context(project, header);
+    let lower = kind.kind.to_lowercase();
+    let full_group = &kind.full_group;
+    let endpoint = format!("{}-{}-{lower}", full_group.replace('.', "-"), kind.version);
+    context.insert("defaulting", &defaulting);
+    context.insert("validation", &validation);
+    context.insert("mutate_path", &format!("/mutate-{endpoint}"));
+    context.insert("validate_path", &format!("/validate-{endpoint}"));
+    let webhook_name = |prefix: char| format!("{prefix}{lower}-{}.{full_group}", kind.version);
+    context.insert("mutate_name", &webhook_name('m'));
+    context.insert("validate_name", &webhook_name('v'));
+    context.insert(
+        "sample",
+        &api::sample_file(&kind.group, &kind.version, &kind.kind),
+    );
+    context
+}
+
 /// Lists the webhook NetworkPolicy beside the metrics one (both stay off until the user
 /// enables `../network-policy` in config/default).
 fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> {
@@ -316,13 +332,19 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
     let mut changes = ChangeSet::new(path.to_path_buf());
     let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
     let header = super::init::header_from_boilerplate(&boilerplate);
-    let mut context = tera::Context::new();
-    context.insert("project_name", &project.project_name);
-    context.insert("header", &header);
+    let context = shared_context(&project, &header);
     put_shared_files(&mut changes, &context)?;
     use_certificates(&mut changes, &mut project, mode, &context)?;
     changes.put(project::PROJECT_FILE, project.render());
     Ok(changes)
+}
+
+/// What the shared deployment files' templates need.
+pub(super) fn shared_context(project: &Project, header: &str) -> tera::Context {
+    let mut context = tera::Context::new();
+    context.insert("project_name", &project.project_name);
+    context.insert("header", header);
+    context
 }
 
 /// Enables the [WEBHOOK] blocks of config/default and those of `mode` ([CERTMANAGER] or
@@ -397,11 +419,15 @@ fn register_webhooks(changes: &mut ChangeSet, context: &tera::Context) -> Result
         "+kopgen:scaffold:manager",
         &["let manager = manager.webhooks(webhooks::WEBHOOKS, webhooks::CONVERSIONS);".to_owned()],
     )?;
-    runtime_feature(changes, "webhooks", true)
+    Ok(runtime_feature(changes, "webhooks", true)?)
 }
 
 /// Turns a feature of the runtime dependency on or off in `Cargo.toml`.
-fn runtime_feature(changes: &mut ChangeSet, feature: &str, on: bool) -> Result<(), WebhookError> {
+pub(super) fn runtime_feature(
+    changes: &mut ChangeSet,
+    feature: &str,
+    on: bool,
+) -> Result<(), super::edit::EditError> {
     let line = format!("\"{feature}\",");
     if on {
         api::edit(changes, CARGO_TOML, RUNTIME_FEATURES, &[line])?;
@@ -416,7 +442,7 @@ fn runtime_feature(changes: &mut ChangeSet, feature: &str, on: bool) -> Result<(
     Ok(())
 }
 
-const WEBHOOKS_MOD: &str = "src/webhooks/mod.rs";
+pub(super) const WEBHOOKS_MOD: &str = "src/webhooks/mod.rs";
 const CARGO_TOML: &str = "Cargo.toml";
 /// Where the features of the runtime dependency are listed in `Cargo.toml`.
 const RUNTIME_FEATURES: &str = "+kopgen:scaffold:runtime-features";
@@ -465,13 +491,8 @@ fn check_conversion(options: &WebhookOptions, project: &Project) -> Result<(), W
     Ok(())
 }
 
-/// The conversion module, the CRD's conversion patch and its CA injection.
-fn plan_conversion(
-    changes: &mut ChangeSet,
-    kind: &Kind,
-    context: &mut tera::Context,
-    spokes: &[String],
-) -> Result<(), WebhookError> {
+/// What the conversion templates need beside [`context_of`]: the hub and its spokes.
+pub(super) fn conversion_context(kind: &Kind, context: &mut tera::Context, spokes: &[String]) {
     let spoke_context: Vec<serde_json::Value> = spokes
         .iter()
         .map(|version| {
@@ -494,6 +515,16 @@ fn plan_conversion(
         "hub_api_version",
         &format!("{}/{}", kind.full_group, kind.version),
     );
+}
+
+/// The conversion module, the CRD's conversion patch and its CA injection.
+fn plan_conversion(
+    changes: &mut ChangeSet,
+    kind: &Kind,
+    context: &mut tera::Context,
+    spokes: &[String],
+) -> Result<(), WebhookError> {
+    conversion_context(kind, context, spokes);
     let module = format!(
         "{}_{}_{}",
         kind.group_mod, kind.version_mod, kind.kind_snake

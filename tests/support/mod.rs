@@ -154,8 +154,11 @@ pub fn fails_cleanly_in(dir: &Path, args: &[&str]) -> String {
     run.stderr
 }
 
+/// A directory's files with their bytes, and its directories (as `None`), by relative path.
+pub type Tree = BTreeMap<String, Option<Vec<u8>>>;
+
 /// Every file below `root` with its bytes, and every directory (as `None`), by relative path.
-pub fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+pub fn tree(root: &Path) -> Tree {
     let mut out = BTreeMap::new();
     walk(root, root, &mut out);
     out

@@ -1,0 +1,278 @@
+//! `kopgen manifests`: its flags, and the run that derives the CRDs, the RBAC role and the
+//! webhook configurations and writes them (or, with `--check`, compares them).
+
+use std::{
+    fmt::Write as _,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use anyhow::Context as _;
+
+use crate::changeset::ChangeSet;
+
+#[derive(Debug, clap::Args)]
+pub struct ManifestsArgs {
+    /// Project directory (its `src/` is read and `config/crd/bases/` written unless overridden).
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// Files or directories to read (a directory is read as a crate's `src/`). Repeatable.
+    #[arg(long = "paths", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Where to write the CRD files.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Compare with the files on disk, print a diff and exit 1 if anything would change; write nothing.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the CRDs to standard output instead of writing files.
+    #[arg(long)]
+    pub stdout: bool,
+    /// Structural-schema lint: `error` (default: errors stop kopgen, warnings are printed),
+    /// `warn` (report everything, still write), `deny` (warnings are errors too), `off`.
+    #[arg(long, value_enum, default_value_t = LintMode::Error)]
+    pub lint: LintMode,
+    /// How CRDs are derived: `auto` reads the source and compiles the crate only for the kinds
+    /// that need it; `static` never compiles (for CI jobs without a Rust toolchain: what needs
+    /// compiling is an error); `compile` compiles the crate for every kind.
+    #[arg(long, value_enum, default_value_t = DeriveMode::Auto)]
+    pub derive: DeriveMode,
+    /// Features to enable beside the crate's default ones, as for cargo (comma-separated or
+    /// repeated): items under a `#[cfg(feature = ..)]` that is off are not API.
+    #[arg(long, value_name = "FEATURES", value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Truncate descriptions to N characters (0 drops them), like controller-gen's maxDescLen.
+    /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
+    #[arg(long, value_name = "N")]
+    pub max_desc_len: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeriveMode {
+    Auto,
+    Static,
+    Compile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintMode {
+    Error,
+    Warn,
+    Deny,
+    Off,
+}
+
+/// Client-side `kubectl apply` stores the object in an annotation limited to 256 KiB.
+pub const SIZE_WARNING: usize = 262_144;
+
+/// etcd's default request limit.
+pub const SIZE_ERROR: usize = 1_572_864;
+
+/// Signals a `--check` that found differences: the CLI exits 1 without an error message.
+#[derive(Debug)]
+pub struct CheckFailed;
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("generated files are out of date; run `kopgen manifests` (or `make manifests`) and commit the result")
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    // `--path .` names the current directory: no `/./` in paths kopgen prints.
+    let root: PathBuf = cwd
+        .join(&args.path)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
+    let paths = if args.paths.is_empty() {
+        vec![root.join("src")]
+    } else {
+        args.paths.clone()
+    };
+    let output_dir = args
+        .output_dir
+        .as_ref()
+        .map_or_else(|| root.join("config/crd/bases"), |dir| cwd.join(dir));
+    let sources = crate::manifests::discover::sources(&paths).context("kopgen manifests")?;
+    // The crate whose library the sources are: its versions are checked, and it is what the
+    // compiled path builds. Paths in several crates (or none) can only be read statically.
+    let manifests_of: Vec<Option<PathBuf>> = paths
+        .iter()
+        .map(|p| crate::manifests::versions::crate_manifest(p))
+        .collect();
+    let manifest = match manifests_of.split_first() {
+        Some((first, rest)) if rest.iter().all(|m| m == first) => first.clone(),
+        _ => None,
+    };
+    let options = crate::manifests::Options {
+        lint: args.lint != LintMode::Off,
+        max_desc_len: args.max_desc_len,
+        derive: match args.derive {
+            DeriveMode::Auto => crate::manifests::Derive::Auto,
+            DeriveMode::Static => crate::manifests::Derive::Static,
+            DeriveMode::Compile => crate::manifests::Derive::Compile,
+        },
+        manifest,
+        features: args.features.clone(),
+    };
+    let generated = crate::manifests::generate_with(&sources, &options).map_err(|e| {
+        let needs_compiling = matches!(&e, crate::manifests::error::ManifestError::Many(errors)
+            if errors.iter().any(|e| e.unsupported));
+        match (needs_compiling, options.derive) {
+            (true, crate::manifests::Derive::Static) => anyhow::anyhow!(
+                "kopgen manifests: {e}\nnote: with --derive=auto (the default) kopgen compiles the crate for the kinds above that it cannot derive from the source"
+            ),
+            (true, _) if options.manifest.is_none() => anyhow::anyhow!(
+                "kopgen manifests: {e}\nnote: these sources are not the library of a crate (a Cargo.toml with them under its src/), so kopgen cannot compile them; fix them as each help says"
+            ),
+            _ => anyhow::Error::new(e).context("kopgen manifests"),
+        }
+    })?;
+    let outputs = generated.outputs;
+    if outputs.is_empty() {
+        let read: Vec<String> = paths.iter().map(|p| display_path(&cwd, p)).collect();
+        eprintln!(
+            "note: no #[derive(CustomResource)] in {}; `kopgen create api` adds a kind",
+            read.join(", ")
+        );
+    }
+    let mut blocking = 0;
+    let mut report = String::new();
+    for compiled in &generated.compiled {
+        let _ = writeln!(report, "note: compiled the crate for {compiled}");
+    }
+    for located in &generated.findings {
+        let _ = writeln!(report, "{located}");
+        let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;
+        if is_error || args.lint == LintMode::Deny {
+            blocking += 1;
+        }
+    }
+    for output in &outputs {
+        let size = output.contents.len();
+        let name = output.path.display();
+        if size > SIZE_ERROR {
+            let _ = writeln!(
+                report,
+                "error[size]: {name} is {size} bytes, over etcd's 1.5 MiB request limit; split the kind or use --max-desc-len"
+            );
+            blocking += 1;
+        } else if size > SIZE_WARNING {
+            let _ = writeln!(
+                report,
+                "warning[size]: {name} is {size} bytes, over 256 KiB: client-side `kubectl apply` fails with \"metadata.annotations: Too long\"; use server-side apply (the Makefile does) or --max-desc-len"
+            );
+            if args.lint == LintMode::Deny {
+                blocking += 1;
+            }
+        }
+    }
+    if !report.is_empty() {
+        let _ = std::io::stderr().lock().write_all(report.as_bytes());
+    }
+    if blocking > 0 && args.lint != LintMode::Warn {
+        anyhow::bail!(
+            "kopgen manifests: {blocking} lint error(s); nothing was written (use --lint=warn to write anyway)"
+        );
+    }
+    // In a kopgen project, RBAC markers become config/rbac/role.yaml.
+    let project = crate::project::Project::load(&root).ok();
+    let role = match &project {
+        Some(project) => {
+            let rules = crate::rbac::collect(&sources).context("kopgen manifests")?;
+            if project.namespaced
+                && let Some(rule) = rules.iter().find(|r| !r.urls.is_empty())
+            {
+                anyhow::bail!(
+                    "kopgen manifests: an RBAC marker grants urls {:?}, which only a ClusterRole can hold, and this project is --namespaced (Roles only); drop the marker or scaffold a cluster-wide project",
+                    rule.urls
+                );
+            }
+            Some(crate::rbac::render(&rules, project.namespaced))
+        }
+        None => None,
+    };
+    // And webhook markers become config/webhook/manifests.yaml.
+    let webhooks = match &project {
+        Some(_) => {
+            let found = crate::webhooks::collect(&sources).context("kopgen manifests")?;
+            crate::webhooks::render(&found)
+        }
+        None => None,
+    };
+    if args.stdout {
+        for output in &outputs {
+            write!(out, "---\n{}", output.contents)?;
+        }
+        if let Some(role) = &role {
+            write!(out, "---\n{role}")?;
+        }
+        if let Some(webhooks) = &webhooks {
+            write!(out, "{webhooks}")?;
+        }
+        return Ok(());
+    }
+    let crd_files = outputs.len();
+    let mut changes = ChangeSet::new(root.clone());
+    // File names are built from names checked against the API server's rules; a name that is
+    // not one plain file name would be a bug, and must not write outside the output directory.
+    if let Some(bad) = outputs.iter().find(|o| {
+        o.path.components().count() != 1
+            || !matches!(
+                o.path.components().next(),
+                Some(std::path::Component::Normal(_))
+            )
+    }) {
+        anyhow::bail!(
+            "kopgen manifests: refusing to write {}: not a file name inside {}",
+            bad.path.display(),
+            display_path(&cwd, &output_dir)
+        );
+    }
+    for output in outputs {
+        changes.put(output_dir.join(output.path), output.contents);
+    }
+    if let Some(role) = role {
+        changes.put("config/rbac/role.yaml", role);
+    }
+    if let Some(webhooks) = webhooks {
+        changes.put(crate::webhooks::PATH, webhooks);
+    }
+    if args.check {
+        let stale = changes.changes_with_old();
+        for (change, old) in &stale {
+            let path = root.join(&change.path);
+            let old = old.as_deref().unwrap_or_default();
+            let diff = similar::TextDiff::from_lines(old, &change.contents);
+            let name = display_path(&cwd, &path);
+            write!(out, "{}", diff.unified_diff().header(&name, &name))?;
+        }
+        if stale.is_empty() {
+            writeln!(
+                out,
+                "{} CRD file(s) up to date in {}",
+                crd_files,
+                display_path(&cwd, &output_dir)
+            )?;
+            return Ok(());
+        }
+        return Err(CheckFailed.into());
+    }
+    let written = changes.write()?;
+    for change in written {
+        let verb = change.kind.done();
+        let size = change.contents.len() as f64 / 1024.0;
+        let path = display_path(&cwd, &root.join(&change.path));
+        writeln!(out, "{verb:>12} {path} ({size:.1} KiB)")?;
+    }
+    Ok(())
+}
+
+/// `path` relative to the current directory when it is below it, for short messages.
+fn display_path(cwd: &Path, path: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}

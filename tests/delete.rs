@@ -1,0 +1,259 @@
+//! `kopgen delete api`: `create api` followed by `delete api` leaves the tree byte for byte as it
+//! was before the create, for each shape a create takes; what cannot be deleted safely is
+//! refused, naming why, and changes nothing; a project builds and passes its tests after.
+
+mod support;
+
+use std::path::Path;
+
+use support::{Session, create_api_ok, tree};
+
+fn delete_ok(project: &Path, args: &str) -> support::Run {
+    let mut all = vec!["delete", "api"];
+    all.extend(args.split_whitespace());
+    let run = support::run_kopgen(project, &all);
+    assert_eq!(
+        run.status, 0,
+        "kopgen {all:?}:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
+fn create(project: &Path, args: &str) {
+    let args: Vec<&str> = args.split_whitespace().collect();
+    create_api_ok(project, &args);
+}
+
+/// Asserts that the tree is what `before` recorded, naming the paths that differ.
+fn assert_same_tree(project: &Path, before: &support::Tree, what: &str) {
+    let after = tree(project);
+    let differ: Vec<&String> = (before.keys().chain(after.keys()))
+        .filter(|path| before.get(*path) != after.get(*path))
+        .collect();
+    assert!(differ.is_empty(), "{what}: these differ: {differ:?}");
+}
+
+#[test]
+fn create_then_delete_leaves_the_tree_as_it_was() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let shapes = [
+        // The first kind of a project.
+        "--group apps --version v1alpha1 --kind Blog",
+        // A controller for a built-in kind.
+        "--group apps --version v1 --kind Deployment --resource=false",
+        // A cluster-scoped kind with a finalizer.
+        "--group platform --version v1 --kind Tenant --namespaced=false",
+    ];
+    for shape in shapes {
+        let before = tree(&project);
+        create(&project, shape);
+        assert_ne!(tree(&project), before, "{shape} created nothing");
+        let kind = shape
+            .replace(" --resource=false", "")
+            .replace(" --namespaced=false", "");
+        delete_ok(&project, &kind);
+        assert_same_tree(&project, &before, shape);
+    }
+    // With a kind in place: a second version of it, a kind in a second group, a second kind in
+    // the same group and version.
+    create(&project, "--group apps --version v1alpha1 --kind Blog");
+    for shape in [
+        "--group apps --version v1 --kind Blog",
+        "--group web --version v1 --kind Page",
+        "--group apps --version v1alpha1 --kind Post",
+        "--group apps --version v1 --kind Deployment --resource=false",
+    ] {
+        let before = tree(&project);
+        create(&project, shape);
+        let kind = shape.replace(" --resource=false", "");
+        delete_ok(&project, &kind);
+        assert_same_tree(&project, &before, shape);
+    }
+}
+
+#[test]
+fn what_cannot_be_deleted_safely_is_refused_and_nothing_changes() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create(&project, "--group apps --version v1 --kind Blog");
+    create(&project, "--group apps --version v1alpha1 --kind Blog");
+    let refused = |args: &str| {
+        let mut all = vec!["delete", "api"];
+        all.extend(args.split_whitespace());
+        support::fails_cleanly_in(&project, &all)
+    };
+    let unknown = refused("--group apps --version v2 --kind Blog");
+    assert!(
+        unknown.contains("not in PROJECT") && unknown.contains("apps/v1 Blog"),
+        "{unknown}"
+    );
+    let storage = refused("--group apps --version v1 --kind Blog");
+    assert!(
+        storage.contains("storage version") && storage.contains("src/api/apps/v1/blog.rs"),
+        "{storage}"
+    );
+    // Code of the user's that names the types.
+    let user = project.join("src/controllers/apps/uses.rs");
+    std::fs::write(
+        &user,
+        "use crate::api::apps::v1alpha1::Blog;\n\npub fn name(blog: &Blog) -> String {\n    blog.spec.foo.clone().unwrap_or_default()\n}\n",
+    )
+    .expect("write");
+    let used = refused("--group apps --version v1alpha1 --kind Blog");
+    assert!(
+        used.contains("src/controllers/apps/uses.rs:1") && used.contains("--force"),
+        "{used}"
+    );
+    std::fs::remove_file(&user).expect("remove");
+    // Webhooks first.
+    let run = support::run_kopgen(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--conversion",
+            "--spoke",
+            "v1alpha1",
+        ],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let converted = refused("--group apps --version v1alpha1 --kind Blog");
+    assert!(converted.contains("kopgen delete webhook"), "{converted}");
+    // Nothing to delete: a dry run lists, and writes nothing.
+    let before = tree(&project);
+    create(&project, "--group web --version v1 --kind Page");
+    let listed = tree(&project);
+    let run = support::run_kopgen(
+        &project,
+        &[
+            "delete",
+            "api",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Page",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("would delete src/api/web/v1/page.rs"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(tree(&project), listed, "a dry run changed the tree");
+    delete_ok(&project, "--group web --version v1 --kind Page");
+    assert_same_tree(&project, &before, "web/v1 Page");
+}
+
+/// A project whose kind was deleted still builds, passes its tests and lints clean.
+#[test]
+fn a_project_after_a_delete_builds_tests_and_lints() {
+    let session = Session::new();
+    let project = session.init_project("deleted", &[]);
+    create(&project, "--group apps --version v1 --kind Blog");
+    create(&project, "--group apps --version v1alpha1 --kind Blog");
+    create(&project, "--group web --version v1 --kind Page");
+    create(
+        &project,
+        "--group apps --version v1 --kind Deployment --resource=false",
+    );
+    delete_ok(&project, "--group web --version v1 --kind Page");
+    delete_ok(&project, "--group apps --version v1alpha1 --kind Blog");
+    delete_ok(&project, "--group apps --version v1 --kind Deployment");
+    let run = support::run_kopgen(&project, &["manifests", "--check"]);
+    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
+    support::cargo_ok(&project, &["fmt", "--all", "--", "--check"]);
+    support::cargo_ok(
+        &project,
+        &["clippy", "--all-targets", "--", "-D", "warnings"],
+    );
+    support::cargo_ok(&project, &["test"]);
+}
+
+fn webhook(project: &Path, args: &str) {
+    let mut all = vec!["create", "webhook"];
+    all.extend(args.split_whitespace());
+    let run = support::run_kopgen(project, &all);
+    assert_eq!(run.status, 0, "kopgen {all:?}:\n{}", run.stderr);
+}
+
+fn delete_webhook_ok(project: &Path, args: &str) {
+    let mut all = vec!["delete", "webhook"];
+    all.extend(args.split_whitespace());
+    let run = support::run_kopgen(project, &all);
+    assert_eq!(
+        run.status, 0,
+        "kopgen {all:?}:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+}
+
+#[test]
+fn create_webhook_then_delete_webhook_leaves_the_tree_as_it_was() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create(&project, "--group apps --version v1 --kind Blog");
+    create(&project, "--group apps --version v1alpha1 --kind Blog");
+    let kind = "--group apps --version v1 --kind Blog";
+    for shape in [
+        "--defaulting --programmatic-validation",
+        "--conversion --spoke v1alpha1",
+        "--defaulting --certificates self-managed",
+        "--programmatic-validation --conversion --spoke v1alpha1",
+    ] {
+        let before = tree(&project);
+        webhook(&project, &format!("{kind} {shape}"));
+        delete_webhook_ok(&project, kind);
+        assert_same_tree(&project, &before, shape);
+    }
+    // One of two: the other stays as `create webhook` writes it alone; then the last goes too.
+    let before = tree(&project);
+    webhook(&project, &format!("{kind} --programmatic-validation"));
+    let validating_only = tree(&project);
+    webhook(&project, &format!("{kind} --defaulting --force"));
+    delete_webhook_ok(&project, &format!("{kind} --defaulting"));
+    assert_same_tree(&project, &validating_only, "the defaulting webhook deleted");
+    delete_webhook_ok(&project, &format!("{kind} --programmatic-validation"));
+    assert_same_tree(&project, &before, "the validating webhook deleted");
+    // A file with the user's code loses neither of two webhooks silently.
+    webhook(
+        &project,
+        &format!("{kind} --defaulting --programmatic-validation"),
+    );
+    let file = project.join("src/webhooks/apps_v1_blog.rs");
+    let text = std::fs::read_to_string(&file).expect("webhook file");
+    std::fs::write(&file, format!("{text}\n// The user's note.\n")).expect("write");
+    let mut all = vec!["delete", "webhook"];
+    all.extend(kind.split_whitespace());
+    all.push("--defaulting");
+    let refused = support::fails_cleanly_in(&project, &all);
+    assert!(
+        refused.contains("src/webhooks/apps_v1_blog.rs") && refused.contains("by hand"),
+        "{refused}"
+    );
+    let none = support::fails_cleanly_in(
+        &project,
+        &[
+            "delete",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+        ],
+    );
+    assert!(none.contains("has no webhooks"), "{none}");
+}
