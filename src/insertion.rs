@@ -104,12 +104,15 @@ pub fn remove_at_marker(
         let Some(first) = wanted.first() else {
             continue;
         };
-        // The nearest occurrence above the marker.
-        let found = (0..index).rev().find(|&start| {
-            all[start].trim() == *first
-                && start + wanted.len() <= index
+        let at = |start: usize, end: usize| {
+            start + wanted.len() <= end
                 && (0..wanted.len()).all(|i| !drop[start + i] && all[start + i].trim() == wanted[i])
-        });
+        };
+        // The nearest occurrence above the marker; below it where the user moved the marker up.
+        let found = (0..index)
+            .rev()
+            .find(|&start| at(start, index))
+            .or_else(|| (index + 1..all.len()).find(|&start| at(start, all.len())));
         if let Some(start) = found {
             drop[start..start + wanted.len()]
                 .iter_mut()

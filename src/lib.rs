@@ -18,6 +18,7 @@ pub mod runtime_crate;
 pub mod rustfmt;
 pub mod scaffold;
 pub mod templates;
+pub mod upgrade;
 pub mod webhooks;
 pub mod yaml;
 

@@ -3,6 +3,10 @@
 //!
 //! A template's path below its set (`init/`, `api/`) minus the `.tera` suffix is where it is
 //! rendered to, unless the scaffold maps it elsewhere (paths that depend on names).
+//!
+//! `templates/legacy/<version>/` holds, frozen, the templates of kopgen releases from before
+//! projects recorded what kopgen wrote (`.kopgen/scaffold/`): `kopgen upgrade` renders them to
+//! know what such a project got ([`Release`]).
 
 use std::sync::OnceLock;
 
@@ -19,21 +23,72 @@ pub enum TemplateError {
     Load(String),
 }
 
-/// The parsed template set, built once per process.
-fn engine() -> Result<&'static tera::Tera, TemplateError> {
-    static ENGINE: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| {
-            let mut tera = tera::Tera::default();
-            tera.autoescape_on(vec![]);
-            let mut sources = Vec::new();
-            collect(&TEMPLATES, &mut sources);
-            tera.add_raw_templates(sources)
-                .map_err(|e| error_chain(&e))?;
-            Ok(tera)
-        })
-        .as_ref()
-        .map_err(|e| TemplateError::Load(e.clone()))
+/// Where the frozen templates of earlier releases are, below `templates/`.
+const LEGACY: &str = "legacy";
+
+/// A release whose templates are kept: this one, or an earlier one for `kopgen upgrade`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// The running kopgen's templates.
+    Current,
+    /// kopgen 0.1.0, before the runtime library: the machinery was templates.
+    V0_1_0,
+}
+
+impl Release {
+    /// The kopgen version that wrote with these templates (PROJECT's `cliVersion`).
+    pub fn version(self) -> &'static str {
+        match self {
+            Release::Current => crate::VERSION,
+            Release::V0_1_0 => "0.1.0",
+        }
+    }
+
+    /// The release whose templates a project of `cli_version` was scaffolded with, if kept.
+    pub fn of(cli_version: &str) -> Option<Self> {
+        [Release::Current, Release::V0_1_0]
+            .into_iter()
+            .find(|release| release.version() == cli_version)
+    }
+
+    /// The directory of this release's templates below `templates/`, and their name prefix.
+    fn root(self) -> Option<&'static str> {
+        match self {
+            Release::Current => None,
+            Release::V0_1_0 => Some("legacy/0.1.0"),
+        }
+    }
+}
+
+/// The parsed template set of `release`, built once per process when first used.
+fn engine_of(release: Release) -> Result<&'static tera::Tera, TemplateError> {
+    static CURRENT: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
+    static V0_1_0: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
+    let cell = match release {
+        Release::Current => &CURRENT,
+        Release::V0_1_0 => &V0_1_0,
+    };
+    cell.get_or_init(|| {
+        let mut tera = tera::Tera::default();
+        tera.autoescape_on(vec![]);
+        let mut sources = Vec::new();
+        match release.root().and_then(|root| TEMPLATES.get_dir(root)) {
+            Some(dir) => collect(dir, &mut sources),
+            None => collect_current(&TEMPLATES, &mut sources),
+        }
+        let prefix = release.root().map(|root| format!("{root}/"));
+        let named = sources.into_iter().map(|(name, text)| {
+            let name = prefix
+                .as_deref()
+                .and_then(|p| name.strip_prefix(p))
+                .unwrap_or(name);
+            (name, text)
+        });
+        tera.add_raw_templates(named).map_err(|e| error_chain(&e))?;
+        Ok(tera)
+    })
+    .as_ref()
+    .map_err(|e| TemplateError::Load(e.clone()))
 }
 
 fn collect<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
@@ -47,13 +102,44 @@ fn collect<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
     }
 }
 
+/// The current templates: every set but the legacy ones.
+fn collect_current<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
+    for file in dir.files() {
+        if let (Some(path), Some(text)) = (file.path().to_str(), file.contents_utf8()) {
+            out.push((path, text));
+        }
+    }
+    for sub in dir
+        .dirs()
+        .filter(|d| d.path() != std::path::Path::new(LEGACY))
+    {
+        collect(sub, out);
+    }
+}
+
 /// Names of the templates under `set/` (e.g. `init`), sorted, with the set prefix.
 pub fn list(set: &str) -> Vec<String> {
+    list_of(Release::Current, set)
+}
+
+/// [`list`] for the templates of `release`.
+pub fn list_of(release: Release, set: &str) -> Vec<String> {
     let mut names = Vec::new();
-    if let Some(dir) = TEMPLATES.get_dir(set) {
+    let dir = match release.root() {
+        Some(root) => TEMPLATES.get_dir(format!("{root}/{set}")),
+        None => TEMPLATES.get_dir(set),
+    };
+    if let Some(dir) = dir {
         let mut sources = Vec::new();
         collect(dir, &mut sources);
-        names.extend(sources.into_iter().map(|(name, _)| name.to_owned()));
+        let prefix = release.root().map(|root| format!("{root}/"));
+        names.extend(sources.into_iter().map(|(name, _)| {
+            let name = prefix
+                .as_deref()
+                .and_then(|p| name.strip_prefix(p))
+                .unwrap_or(name);
+            name.to_owned()
+        }));
     }
     names.sort();
     names
@@ -98,7 +184,16 @@ pub fn names_in_scope_of_kinds() -> std::collections::BTreeSet<String> {
 
 /// Renders one template with `context`.
 pub fn render(name: &str, context: &tera::Context) -> Result<String, TemplateError> {
-    engine()?
+    render_of(Release::Current, name, context)
+}
+
+/// [`render`] with the templates of `release`.
+pub fn render_of(
+    release: Release,
+    name: &str,
+    context: &tera::Context,
+) -> Result<String, TemplateError> {
+    engine_of(release)?
         .render(name, context)
         .map_err(|e| TemplateError::Render {
             name: name.to_owned(),

@@ -257,3 +257,67 @@ fn create_webhook_then_delete_webhook_leaves_the_tree_as_it_was() {
     );
     assert!(none.contains("has no webhooks"), "{none}");
 }
+
+/// Lines the user added between scaffolded ones, and a marker the user moved, survive a delete;
+/// only the deleted kind's lines go.
+#[test]
+fn hand_edits_near_insertion_points_survive_a_delete() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create(&project, "--group apps --version v1 --kind Blog");
+    create(&project, "--group web --version v1 --kind Page");
+    let edit = |file: &str, old: &str, new: &str| {
+        let path = project.join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(old), "{file}: no {old:?}");
+        std::fs::write(&path, text.replacen(old, new, 1)).expect("write");
+    };
+    edit(
+        "src/controllers/mod.rs",
+        "    apps::blog_controller::START,\n",
+        "    apps::blog_controller::START,\n    // The audit controller lives in its own crate.\n",
+    );
+    edit(
+        "src/api/mod.rs",
+        "pub mod apps;\npub mod web;\n// +kopgen:scaffold:api-modules\n",
+        "// +kopgen:scaffold:api-modules\npub mod apps;\n/// Shared types of our own.\npub mod shared_types;\npub mod web;\n",
+    );
+    std::fs::write(project.join("src/api/shared_types.rs"), "//! Ours.\n").expect("write");
+    delete_ok(&project, "--group web --version v1 --kind Page");
+    let controllers =
+        std::fs::read_to_string(project.join("src/controllers/mod.rs")).expect("read");
+    assert!(controllers.contains("    apps::blog_controller::START,\n    // The audit controller lives in its own crate.\n"), "{controllers}");
+    assert!(!controllers.contains("page_controller"), "{controllers}");
+    let api = std::fs::read_to_string(project.join("src/api/mod.rs")).expect("read");
+    assert!(
+        api.contains("// +kopgen:scaffold:api-modules\npub mod apps;\n/// Shared types of our own.\npub mod shared_types;\n"),
+        "{api}"
+    );
+    assert!(!api.contains("pub mod web;"), "{api}");
+    assert!(project.join("src/api/shared_types.rs").is_file());
+
+    // A marker the user deleted is an error naming the file and the marker; nothing changes.
+    create(&project, "--group web --version v1 --kind Page");
+    let path = project.join("src/controllers/mod.rs");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let without = text.replace("    // +kopgen:scaffold:controller-start\n", "");
+    std::fs::write(&path, without).expect("write");
+    let error = support::fails_cleanly_in(
+        &project,
+        &[
+            "delete",
+            "api",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Page",
+        ],
+    );
+    assert!(
+        error.contains("src/controllers/mod.rs")
+            && error.contains("+kopgen:scaffold:controller-start"),
+        "{error}"
+    );
+}

@@ -547,6 +547,11 @@ fn bad_flags_are_errors_and_change_nothing() {
             stderr.contains("PROJECT") && stderr.contains(needle),
             "{stderr}"
         );
+        let stderr = fails_cleanly_in(session.path(), &["upgrade", "--path", "demo"]);
+        assert!(
+            stderr.contains("PROJECT") && stderr.contains(needle),
+            "upgrade: {stderr}"
+        );
     }
     std::fs::write(project.join("PROJECT"), &project_file).expect("restore");
     for (args, needle) in cases {

@@ -12,6 +12,7 @@ use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 
 mod manifests;
+mod upgrade;
 
 pub use manifests::{CheckFailed, DeriveMode, LintMode, ManifestsArgs, SIZE_ERROR, SIZE_WARNING};
 
@@ -64,6 +65,12 @@ pub enum Command {
                             kopgen manifests --paths src/api --output-dir deploy/crds"
     )]
     Manifests(ManifestsArgs),
+    /// Bring the project to this kopgen's version: the runtime, and every file kopgen
+    /// scaffolded, merged with your changes.
+    #[command(
+        after_help = "Examples:\n  kopgen upgrade --dry-run   # what would change, with diffs\n  kopgen upgrade"
+    )]
+    Upgrade(upgrade::UpgradeArgs),
     /// Print kopgen's version.
     Version,
     /// Print a shell completion script.
@@ -391,6 +398,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             finish(&changes, args.dry_run, out)?;
         }
         Command::Manifests(args) => return manifests::run(args, out),
+        Command::Upgrade(args) => return upgrade::run(args, out),
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
         Command::Completion { shell } => {
             let mut buf = Vec::new();

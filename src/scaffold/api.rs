@@ -15,7 +15,7 @@ use crate::{
     k8s_kinds::{self, BuiltinKind},
     names::{self, NameError},
     project::{self, Project, ProjectError, Resource, ResourceApi},
-    templates::{self, TemplateError},
+    templates::{self, Release, TemplateError},
 };
 
 /// What `kopgen create api` was asked to do.
@@ -115,6 +115,11 @@ pub enum ApiError {
 
 /// Validates `options` against the project and renders every created and edited file in memory.
 pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
+    plan_as(options, Release::Current)
+}
+
+/// [`plan`] as kopgen `release` did it: `kopgen upgrade` replays a project's history with it.
+pub(crate) fn plan_as(options: &ApiOptions, release: Release) -> Result<ChangeSet, ApiError> {
     if !options.resource && !options.controller {
         return Err(ApiError::NothingToDo);
     }
@@ -136,11 +141,11 @@ pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
 
     if options.resource {
         names::validate_group(&options.group)?;
-        plan_resource(options, &mut project, &header, &mut changes)?;
+        plan_resource(options, release, &mut project, &header, &mut changes)?;
     } else if let Some(own) = own_kind(&project, options) {
-        plan_own_controller(options, own, &mut project, &header, &mut changes)?;
+        plan_own_controller(options, release, own, &mut project, &header, &mut changes)?;
     } else {
-        plan_external_controller(options, &mut project, &header, &mut changes)?;
+        plan_external_controller(options, release, &mut project, &header, &mut changes)?;
     }
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
@@ -153,7 +158,7 @@ pub fn plan(options: &ApiOptions) -> Result<ChangeSet, ApiError> {
 /// `make manifests` in between. Derived statically from the sources on disk with the pending
 /// changes laid over them; where that fails (the user's own code does not derive), the files
 /// are left for `kopgen manifests` to write and report on.
-pub(super) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
+pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
     use crate::manifests::{self, discover};
     let root = changes.root().to_path_buf();
     let src = root.join("src");
@@ -207,6 +212,7 @@ pub(super) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
 
 fn plan_resource(
     options: &ApiOptions,
+    release: Release,
     project: &mut Project,
     header: &str,
     changes: &mut ChangeSet,
@@ -314,7 +320,7 @@ fn plan_resource(
     put_new(
         changes,
         &types_path,
-        templates::render("api/types.rs.tera", &context)?,
+        templates::render_of(release, "api/types.rs.tera", &context)?,
         options.force,
     )?;
     register_module(
@@ -322,7 +328,7 @@ fn plan_resource(
         "src/api/mod.rs",
         "+kopgen:scaffold:api-modules",
         &kind.group_mod,
-        || templates::render("api/group_mod.rs.tera", &context),
+        || templates::render_of(release, "api/group_mod.rs.tera", &context),
         &format!("src/api/{}/mod.rs", kind.group_mod),
     )?;
     register_module(
@@ -330,7 +336,7 @@ fn plan_resource(
         &format!("src/api/{}/mod.rs", kind.group_mod),
         "+kopgen:scaffold:versions",
         &kind.version_mod,
-        || templates::render("api/version_mod.rs.tera", &context),
+        || templates::render_of(release, "api/version_mod.rs.tera", &context),
         &format!("src/api/{}/{}/mod.rs", kind.group_mod, kind.version_mod),
     )?;
     let version_file = format!("src/api/{}/{}/mod.rs", kind.group_mod, kind.version_mod);
@@ -354,7 +360,7 @@ fn plan_resource(
     put_new(
         changes,
         &format!("config/samples/{sample}"),
-        templates::render("api/sample.yaml.tera", &context)?,
+        templates::render_of(release, "api/sample.yaml.tera", &context)?,
         options.force,
     )?;
     edit(
@@ -391,7 +397,8 @@ fn plan_resource(
                 options.group,
                 kebab.replace('-', "_")
             );
-            let text = templates::render(&format!("api/{role}_role.yaml.tera"), &context)?;
+            let text =
+                templates::render_of(release, &format!("api/{role}_role.yaml.tera"), &context)?;
             put_new(changes, &format!("config/rbac/{file}"), text, options.force)?;
             roles.push(format!("- {file}"));
         }
@@ -405,7 +412,7 @@ fn plan_resource(
 
     let controller = options.controller && !has_controller;
     if controller {
-        add_controller(changes, &kind, &mut context, options)?;
+        add_controller(changes, release, &kind, &mut context, options)?;
     }
 
     let resource = Resource {
@@ -434,6 +441,7 @@ fn plan_resource(
 /// integration tests (which create the kind's sample of this version).
 fn add_controller(
     changes: &mut ChangeSet,
+    release: Release,
     kind: &Kind,
     context: &mut tera::Context,
     options: &ApiOptions,
@@ -441,8 +449,8 @@ fn add_controller(
     let sample = sample_file(&kind.group, &kind.version, &kind.kind);
     context.insert("finalizer", &options.finalizer);
     context.insert("sample", &sample);
-    let text = templates::render("api/controller.rs.tera", context)?;
-    register_controller(changes, kind, context, text, options.force)?;
+    let text = templates::render_of(release, "api/controller.rs.tera", context)?;
+    register_controller(changes, release, kind, context, text, options.force)?;
     // Projects scaffolded before kopgen wrote integration tests have no such file.
     if let Some(tests) = changes.read(INTEGRATION_TESTS)? {
         let name = format!(
@@ -461,7 +469,12 @@ fn add_controller(
                 changes,
                 INTEGRATION_TESTS,
                 "+kopgen:scaffold:integration-tests",
-                &[integration_test(&name, &sample)],
+                &[match release {
+                    Release::Current => integration_test(&name, &sample),
+                    Release::V0_1_0 => {
+                        format!("converges_and_cleans_up!({name}, \"config/samples/{sample}\");")
+                    }
+                }],
             )?;
         }
     }
@@ -499,6 +512,7 @@ fn own_kind(project: &Project, options: &ApiOptions) -> Option<Resource> {
 /// A controller for a kind whose types were scaffolded earlier with `--controller=false`.
 fn plan_own_controller(
     options: &ApiOptions,
+    release: Release,
     mut own: Resource,
     project: &mut Project,
     header: &str,
@@ -517,7 +531,7 @@ fn plan_own_controller(
     }
     let kind = Kind::of(&own);
     let mut context = kind.context(project, header);
-    add_controller(changes, &kind, &mut context, options)?;
+    add_controller(changes, release, &kind, &mut context, options)?;
     own.controller = true;
     upsert(project, own);
     Ok(())
@@ -525,6 +539,7 @@ fn plan_own_controller(
 
 fn plan_external_controller(
     options: &ApiOptions,
+    release: Release,
     project: &mut Project,
     header: &str,
     changes: &mut ChangeSet,
@@ -569,8 +584,8 @@ fn plan_external_controller(
         format!("{}/{}", builtin.group, builtin.version)
     };
     context.insert("api_version", &api_version);
-    let text = templates::render("api/builtin_controller.rs.tera", &context)?;
-    register_controller(changes, &kind, &context, text, options.force)?;
+    let text = templates::render_of(release, "api/builtin_controller.rs.tera", &context)?;
+    register_controller(changes, release, &kind, &context, text, options.force)?;
     upsert(
         project,
         Resource {
@@ -591,6 +606,7 @@ fn plan_external_controller(
 
 fn register_controller(
     changes: &mut ChangeSet,
+    release: Release,
     kind: &Kind,
     context: &tera::Context,
     text: String,
@@ -606,7 +622,7 @@ fn register_controller(
         "src/controllers/mod.rs",
         "+kopgen:scaffold:controller-modules",
         &kind.group_mod,
-        || templates::render("api/controllers_group_mod.rs.tera", context),
+        || templates::render_of(release, "api/controllers_group_mod.rs.tera", context),
         &format!("{group_dir}/mod.rs"),
     )?;
     let declaration = [format!("pub mod {module};")];
@@ -620,7 +636,10 @@ fn register_controller(
         changes,
         "src/controllers/mod.rs",
         "+kopgen:scaffold:controller-start",
-        &[format!("{}::{module}::START,", kind.group_mod)],
+        &[match release {
+            Release::Current => format!("{}::{module}::START,", kind.group_mod),
+            Release::V0_1_0 => format!("{}::{module}::start,", kind.group_mod),
+        }],
     )?;
     Ok(())
 }

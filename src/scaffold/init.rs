@@ -8,7 +8,7 @@ use crate::{
     changeset::{ChangeError, ChangeSet},
     names::{self, NameError},
     project::{self, Project},
-    templates::{self, TemplateError},
+    templates::{self, Release, TemplateError},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -56,11 +56,24 @@ pub enum InitError {
     Change(#[from] ChangeError),
 }
 
+/// The license header of every generated Rust file, which the user may edit.
+pub(crate) const BOILERPLATE: &str = "hack/boilerplate.rs.txt";
+
 /// Files whose presence means the directory already holds a project.
 const PROJECT_MARKERS: &[&str] = &[project::PROJECT_FILE, "Cargo.toml", "src/main.rs"];
 
 /// Validates `options` and renders the whole repository in memory.
 pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
+    plan_as(options, Release::Current, None)
+}
+
+/// [`plan`] as kopgen `release` did it, with `boilerplate` as the license header if given:
+/// `kopgen upgrade` replays a project's history with it.
+pub(crate) fn plan_as(
+    options: &InitOptions,
+    release: Release,
+    boilerplate: Option<&str>,
+) -> Result<ChangeSet, InitError> {
     let root = &options.path;
     if root.is_file() {
         return Err(InitError::PathIsFile(root.display().to_string()));
@@ -103,19 +116,26 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
     );
     context.insert("namespaced", &options.namespaced);
     context.insert("year", &super::current_year());
-    context.insert("kopgen_version", crate::VERSION);
+    context.insert("kopgen_version", release.version());
     context.insert("runtime_version", crate::runtime_crate::VERSION);
-    let boilerplate = templates::render("init/hack/boilerplate.rs.txt.tera", &context)?;
+    let boilerplate = match boilerplate {
+        Some(text) => text.to_owned(),
+        None => templates::render_of(release, "init/hack/boilerplate.rs.txt.tera", &context)?,
+    };
     context.insert("header", &header_from_boilerplate(&boilerplate));
 
     let mut changes = ChangeSet::new(root.clone());
-    for name in templates::list("init") {
+    for name in templates::list_of(release, "init") {
         let output = name
             .strip_prefix("init/")
             .and_then(|n| n.strip_suffix(".tera"))
             .unwrap_or(&name)
             .to_owned();
-        changes.put(output, templates::render(&name, &context)?);
+        let text = match output.as_str() {
+            BOILERPLATE => boilerplate.clone(),
+            _ => templates::render_of(release, &name, &context)?,
+        };
+        changes.put(output, text);
     }
     // `--force` over a kopgen project keeps what PROJECT holds that init does not write, and
     // refuses while kinds exist: a new PROJECT and registries would orphan them.
@@ -134,7 +154,7 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
         });
     }
     let project = Project {
-        cli_version: crate::VERSION.to_owned(),
+        cli_version: release.version().to_owned(),
         domain: options.domain.clone(),
         layout: vec![project::LAYOUT.to_owned()],
         namespaced: options.namespaced,
@@ -151,7 +171,9 @@ pub fn plan(options: &InitOptions) -> Result<ChangeSet, InitError> {
     );
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
-    crate::runtime_crate::vendor(&mut changes);
+    if release == Release::Current {
+        crate::runtime_crate::vendor(&mut changes);
+    }
     Ok(changes)
 }
 

@@ -11,7 +11,7 @@ use crate::{
     changeset::ChangeSet,
     names,
     project::{self, Certificates, Project, ResourceWebhooks},
-    templates,
+    templates::{self, Release},
 };
 
 /// What `kopgen create webhook` was asked to do.
@@ -153,6 +153,14 @@ pub(super) fn certificate_blocks(mode: Certificates) -> &'static [&'static [&'st
 
 /// Validates `options` against the project and renders every created and edited file in memory.
 pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
+    plan_as(options, Release::Current)
+}
+
+/// [`plan`] as kopgen `release` did it: `kopgen upgrade` replays a project's history with it.
+pub(crate) fn plan_as(
+    options: &WebhookOptions,
+    release: Release,
+) -> Result<ChangeSet, WebhookError> {
     if !options.defaulting && !options.validation && options.spokes.is_empty() {
         return Err(WebhookError::NothingToDo);
     }
@@ -219,12 +227,15 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
     let header = super::init::header_from_boilerplate(&boilerplate);
     let mut context = context_of(&kind, &project, &header, defaulting, validation);
 
-    put_shared_files(&mut changes, &context)?;
-    register_webhooks(&mut changes, &context)?;
+    put_shared_files(&mut changes, release, &context)?;
+    // kopgen 0.1.0 wrote the registry with `init` and had no runtime to turn features on.
+    if release == Release::Current {
+        register_webhooks(&mut changes, &context)?;
+    }
     if defaulting || validation {
         changes.put(
             &file,
-            templates::render("webhook/webhook.rs.tera", &context)?,
+            templates::render_of(release, "webhook/webhook.rs.tera", &context)?,
         );
         api::edit_sorted(
             &mut changes,
@@ -240,7 +251,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
         )?;
     }
     if !spokes.is_empty() {
-        plan_conversion(&mut changes, &kind, &mut context, &spokes)?;
+        plan_conversion(&mut changes, release, &kind, &mut context, &spokes)?;
         api::edit_sorted(
             &mut changes,
             "src/webhooks/mod.rs",
@@ -259,7 +270,7 @@ pub fn plan(options: &WebhookOptions) -> Result<ChangeSet, WebhookError> {
         .certificates
         .or(project.webhook_certificates)
         .unwrap_or(Certificates::CertManager);
-    use_certificates(&mut changes, &mut project, mode, &context)?;
+    use_certificates(&mut changes, release, &mut project, mode, &context)?;
 
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
@@ -313,11 +324,15 @@ fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> 
 }
 
 /// Writes each of [`SHARED_FILES`] the project does not have yet; those it has stay as kept.
-fn put_shared_files(changes: &mut ChangeSet, context: &tera::Context) -> Result<(), WebhookError> {
+fn put_shared_files(
+    changes: &mut ChangeSet,
+    release: Release,
+    context: &tera::Context,
+) -> Result<(), WebhookError> {
     for shared in SHARED_FILES {
         if !changes.exists(shared) {
             let template = format!("webhook/{shared}.tera");
-            changes.put(*shared, templates::render(&template, context)?);
+            changes.put(*shared, templates::render_of(release, &template, context)?);
         }
     }
     Ok(())
@@ -333,8 +348,8 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
     let boilerplate = changes.read("hack/boilerplate.rs.txt")?.unwrap_or_default();
     let header = super::init::header_from_boilerplate(&boilerplate);
     let context = shared_context(&project, &header);
-    put_shared_files(&mut changes, &context)?;
-    use_certificates(&mut changes, &mut project, mode, &context)?;
+    put_shared_files(&mut changes, Release::Current, &context)?;
+    use_certificates(&mut changes, Release::Current, &mut project, mode, &context)?;
     changes.put(project::PROJECT_FILE, project.render());
     Ok(changes)
 }
@@ -352,6 +367,7 @@ pub(super) fn shared_context(project: &Project, header: &str) -> tera::Context {
 /// for the CRDs converted now, and records `mode` in PROJECT.
 fn use_certificates(
     changes: &mut ChangeSet,
+    release: Release,
     project: &mut Project,
     mode: Certificates,
     context: &tera::Context,
@@ -386,16 +402,19 @@ fn use_certificates(
     context.insert("conversion_crds", &crds);
     changes.put(
         "config/selfmanaged/cluster_role.yaml",
-        templates::render(
+        templates::render_of(
+            release,
             "webhook/config/selfmanaged/cluster_role.yaml.tera",
             &context,
         )?,
     );
-    runtime_feature(
-        changes,
-        "self-managed-certs",
-        mode == Certificates::SelfManaged,
-    )?;
+    if release == Release::Current {
+        runtime_feature(
+            changes,
+            "self-managed-certs",
+            mode == Certificates::SelfManaged,
+        )?;
+    }
     project.webhook_certificates = Some(mode);
     Ok(())
 }
@@ -520,6 +539,7 @@ pub(super) fn conversion_context(kind: &Kind, context: &mut tera::Context, spoke
 /// The conversion module, the CRD's conversion patch and its CA injection.
 fn plan_conversion(
     changes: &mut ChangeSet,
+    release: Release,
     kind: &Kind,
     context: &mut tera::Context,
     spokes: &[String],
@@ -531,17 +551,25 @@ fn plan_conversion(
     );
     changes.put(
         format!("src/webhooks/{module}_conversion.rs"),
-        templates::render("webhook/conversion.rs.tera", context)?,
+        templates::render_of(release, "webhook/conversion.rs.tera", context)?,
     );
     let patch = format!("patches/webhook_in_{}.yaml", kind.plural);
     changes.put(
         format!("config/crd/{patch}"),
-        templates::render("webhook/config/crd/patches/webhook_in.yaml.tera", context)?,
+        templates::render_of(
+            release,
+            "webhook/config/crd/patches/webhook_in.yaml.tera",
+            context,
+        )?,
     );
     if !changes.exists("config/crd/kustomizeconfig.yaml") {
         changes.put(
             "config/crd/kustomizeconfig.yaml",
-            templates::render("webhook/config/crd/kustomizeconfig.yaml.tera", context)?,
+            templates::render_of(
+                release,
+                "webhook/config/crd/kustomizeconfig.yaml.tera",
+                context,
+            )?,
         );
     }
     api::edit(

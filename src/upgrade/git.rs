@@ -1,0 +1,34 @@
+//! The one thing an upgrade asks of git: whether the project has uncommitted changes. A
+//! project outside a git repository, or a machine without git, has none to lose track of.
+
+use std::{path::Path, process::Command};
+
+/// The uncommitted files below `root` (at most a few, for the message), if git tracks it.
+pub fn uncommitted(root: &Path) -> Option<String> {
+    let output = Command::new("git")
+        .args([
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--",
+            ".",
+        ])
+        .current_dir(root)
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        // Not a repository (or git cannot read it): nothing to protect.
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let files: Vec<&str> = text.lines().map(|l| l.get(3..).unwrap_or(l)).collect();
+    if files.is_empty() {
+        return None;
+    }
+    let shown = files.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    Some(if files.len() > 5 {
+        format!("{shown} and {} more", files.len() - 5)
+    } else {
+        shown
+    })
+}
