@@ -101,9 +101,9 @@ pub fn remove_at_marker(
     let mut drop = vec![false; all.len()];
     for line in lines {
         let wanted: Vec<&str> = line.lines().map(str::trim).collect();
-        let Some(first) = wanted.first() else {
+        if wanted.is_empty() {
             continue;
-        };
+        }
         let at = |start: usize, end: usize| {
             start + wanted.len() <= end
                 && (0..wanted.len()).all(|i| !drop[start + i] && all[start + i].trim() == wanted[i])
