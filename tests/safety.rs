@@ -780,6 +780,60 @@ fn assert_complete(dir: &Path, expected: &std::collections::BTreeMap<String, Opt
     }
 }
 
+/// Two different commands in one project at once: each is a transaction (read, plan, write), so
+/// both changes are there, whichever ran first.
+#[test]
+fn concurrent_commands_both_land() {
+    for trial in 0..10 {
+        let session = Session::new();
+        let project = session.init_project(&format!("race{trial}"), &[]);
+        let spawn = |group: &str, kind: &str| {
+            Command::new(env!("CARGO_BIN_EXE_kopgen"))
+                .args([
+                    "create",
+                    "api",
+                    "--group",
+                    group,
+                    "--version",
+                    "v1",
+                    "--kind",
+                    kind,
+                ])
+                .current_dir(&project)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("kopgen")
+        };
+        let children = [spawn("web", "Page"), spawn("shop", "Post")];
+        for child in children {
+            let output = child.wait_with_output().expect("wait");
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let read = |file: &str| std::fs::read_to_string(project.join(file)).expect(file);
+        let project_file = read("PROJECT");
+        assert!(
+            project_file.contains("kind: Page") && project_file.contains("kind: Post"),
+            "trial {trial}: {project_file}"
+        );
+        let modules = read("src/api/mod.rs");
+        assert!(
+            modules.contains("pub mod shop;") && modules.contains("pub mod web;"),
+            "trial {trial}: {modules}"
+        );
+        let controllers = read("src/controllers/mod.rs");
+        assert!(
+            controllers.contains("page_controller::START")
+                && controllers.contains("post_controller::START"),
+            "trial {trial}: {controllers}"
+        );
+    }
+}
+
 #[test]
 fn concurrent_runs_take_turns() {
     let (session, expected) = busy_session();

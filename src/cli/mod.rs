@@ -300,6 +300,26 @@ pub fn main() -> ExitCode {
 }
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    // Every command that scaffolds holds its project from before its first read to after its
+    // last write: concurrent commands take turns instead of one planning from stale files.
+    let project = match &cli.command {
+        Command::Init(args) => Some(&args.path),
+        Command::Create(CreateCommand::Api(args)) => Some(&args.path),
+        Command::Create(CreateCommand::Webhook(args)) => Some(&args.path),
+        Command::Delete(DeleteCommand::Api(args)) => Some(&args.path),
+        Command::Delete(DeleteCommand::Webhook(args)) => Some(&args.path),
+        Command::Edit(args) => Some(&args.path),
+        Command::Upgrade(args) => Some(&args.path),
+        Command::Manifests(_) | Command::Version | Command::Completion { .. } => None,
+    };
+    let _held = project.map(|path| {
+        crate::changeset::hold(path, || {
+            eprintln!(
+                "    Blocking waiting for another kopgen command in {} to finish",
+                path.display()
+            );
+        })
+    });
     match cli.command {
         Command::Init(args) => {
             let options = InitOptions {
