@@ -168,6 +168,10 @@ impl Project {
             if let Some(plural) = &resource.plural {
                 crate::names::validate_plural(plural).map_err(invalid)?;
             }
+            // Spokes become module paths in generated Rust: the same rule as `--spoke`.
+            for spoke in resource.webhooks.iter().flat_map(|w| &w.spoke) {
+                crate::names::validate_version(spoke).map_err(invalid)?;
+            }
         }
         if !project.layout.iter().any(|l| l == LAYOUT) {
             return Err(format!(

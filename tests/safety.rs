@@ -1025,3 +1025,145 @@ fn a_crd_name_too_long_for_a_file_is_refused_at_create_api() {
         "{stderr}"
     );
 }
+
+/// Group names that differ only where the Rust module name cannot (`a-b`, `a--b`); PROJECT
+/// values that reach generated Rust; `init --force` over a PROJECT that does not parse.
+#[test]
+fn names_and_project_values_that_would_collide_or_inject_are_refused() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "a-b", "--version", "v1", "--kind", "Blog"],
+    );
+    let error = fails_cleanly_in(
+        &project,
+        &[
+            "create",
+            "api",
+            "--group",
+            "a--b",
+            "--version",
+            "v1",
+            "--kind",
+            "Post",
+        ],
+    );
+    assert!(
+        error.contains("both become the Rust module `a_b`"),
+        "{error}"
+    );
+
+    support::create_api_ok(
+        &project,
+        &["--group", "a-b", "--version", "v2", "--kind", "Blog"],
+    );
+    let project_file = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
+    let injected = project_file.replacen(
+        "  version: v1\n",
+        "  version: v1\n  webhooks:\n    conversion: true\n    spoke:\n    - \"v2\\n}\\npub fn injected() {}\\n//\"\n",
+        1,
+    );
+    assert_ne!(injected, project_file);
+    std::fs::write(project.join("PROJECT"), &injected).expect("write");
+    let error = fails_cleanly_in(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "a-b",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    assert!(
+        error.contains("PROJECT") && error.contains("invalid version"),
+        "{error}"
+    );
+
+    std::fs::write(project.join("PROJECT"), "cliVersion: [unclosed\n").expect("write");
+    let error = fails_cleanly_in(
+        session.path(),
+        &[
+            "init",
+            "--path",
+            "demo",
+            "--force",
+            "--domain",
+            "example.com",
+        ],
+    );
+    assert!(
+        error.contains("PROJECT") && error.contains("orphan"),
+        "{error}"
+    );
+}
+
+/// `create webhook` writes only the webhooks asked for: the user's code of the others stays.
+#[test]
+fn create_webhook_never_rewrites_the_users_other_webhook_files() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v2", "--kind", "Blog"],
+    );
+    let webhook = |args: &[&str]| {
+        let mut all = vec![
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ];
+        all.extend_from_slice(args);
+        let run = support::run_kopgen(&project, &all);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+    };
+    webhook(&["--defaulting", "--programmatic-validation"]);
+    let admission = project.join("src/webhooks/apps_v1_blog.rs");
+    let mine = format!(
+        "{}\n// Mine.\n",
+        std::fs::read_to_string(&admission).expect("read")
+    );
+    std::fs::write(&admission, &mine).expect("write");
+    webhook(&["--conversion", "--spoke", "v2"]);
+    assert_eq!(std::fs::read_to_string(&admission).expect("read"), mine);
+
+    let conversion = project.join("src/webhooks/apps_v1_blog_conversion.rs");
+    let mine = format!(
+        "{}\n// Mine too.\n",
+        std::fs::read_to_string(&conversion).expect("read")
+    );
+    std::fs::write(&conversion, &mine).expect("write");
+    let error = fails_cleanly_in(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    assert!(
+        error.contains("apps_v1_blog.rs") && error.contains("--force"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&conversion).expect("read"), mine);
+}

@@ -90,6 +90,15 @@ pub enum ApiError {
         existing: String,
     },
     #[error(
+        "--group {group} and the project's group {existing} both become the Rust module `{module}` \
+         (and --force would overwrite {existing}'s files). Choose another group"
+    )]
+    GroupModuleCollision {
+        group: String,
+        existing: String,
+        module: String,
+    },
+    #[error(
         "Kind={kind} and Kind={existing} would generate the same Rust type (a kind's spec is <Kind>Spec and its status \
          <Kind>Status, in the module of its version). Choose another kind"
     )]
@@ -218,6 +227,18 @@ fn plan_resource(
     changes: &mut ChangeSet,
 ) -> Result<(), ApiError> {
     let full_group = format!("{}.{}", options.group, project.domain);
+    let module = names::module_name(&options.group);
+    if let Some(other) = project
+        .resources
+        .iter()
+        .find(|r| r.group != options.group && names::module_name(&r.group) == module)
+    {
+        return Err(ApiError::GroupModuleCollision {
+            group: options.group.clone(),
+            existing: other.group.clone(),
+            module,
+        });
+    }
     let same_kind: Vec<&Resource> = project
         .resources
         .iter()

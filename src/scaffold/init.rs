@@ -48,6 +48,10 @@ pub enum InitError {
          directory, or remove the kinds from PROJECT first"
     )]
     HasKinds { path: String, kinds: String },
+    #[error(
+        "{0}; `init --force` would replace it and orphan the kinds it lists. Fix PROJECT or remove it first"
+    )]
+    Project(crate::project::ProjectError),
     #[error(transparent)]
     Name(#[from] NameError),
     #[error(transparent)]
@@ -139,7 +143,12 @@ pub(crate) fn plan_as(
     }
     // `--force` over a kopgen project keeps what PROJECT holds that init does not write, and
     // refuses while kinds exist: a new PROJECT and registries would orphan them.
-    let previous = Project::load(root).ok();
+    // A PROJECT that does not parse may list kinds all the same: refused rather than orphaned.
+    let previous = match Project::load(root) {
+        Ok(previous) => Some(previous),
+        Err(crate::project::ProjectError::NotAProject(_)) => None,
+        Err(error) => return Err(InitError::Project(error)),
+    };
     if let Some(previous) = &previous
         && !previous.resources.is_empty()
     {

@@ -232,7 +232,8 @@ pub(crate) fn plan_as(
     if release == Release::Current {
         register_webhooks(&mut changes, &context)?;
     }
-    if defaulting || validation {
+    // Only the webhooks asked for now are written: a file scaffolded before is the user's.
+    if admission {
         changes.put(
             &file,
             templates::render_of(release, "webhook/webhook.rs.tera", &context)?,
@@ -250,7 +251,7 @@ pub(crate) fn plan_as(
             &[format!("{module}::routes,")],
         )?;
     }
-    if !spokes.is_empty() {
+    if !options.spokes.is_empty() {
         plan_conversion(&mut changes, release, &kind, &mut context, &spokes)?;
         api::edit_sorted(
             &mut changes,
