@@ -40,6 +40,14 @@ impl ChangeKind {
 
 #[derive(Debug, Error)]
 pub enum ChangeError {
+    #[error(
+        "refusing to write {path}: it resolves to {resolved}, outside {root} (a symlinked directory?); nothing was changed"
+    )]
+    Outside {
+        path: PathBuf,
+        resolved: PathBuf,
+        root: PathBuf,
+    },
     #[error("cannot read {path}: {error}")]
     Read { path: PathBuf, error: io::Error },
     #[error("cannot write {path}: {error}; nothing was changed")]
@@ -66,6 +74,8 @@ pub struct Change {
 pub struct ChangeSet {
     root: PathBuf,
     files: BTreeMap<PathBuf, Change>,
+    /// Directories outside `root` that the user named for output (`--output-dir`).
+    allowed: Vec<PathBuf>,
 }
 
 impl ChangeSet {
@@ -73,7 +83,14 @@ impl ChangeSet {
         Self {
             root: root.into(),
             files: BTreeMap::new(),
+            allowed: Vec::new(),
         }
+    }
+
+    /// Lets this change set write below `dir`, which the user named, even where it resolves
+    /// outside the root; every other path must resolve (symlinks followed) inside the root.
+    pub fn allow(&mut self, dir: impl Into<PathBuf>) {
+        self.allowed.push(dir.into());
     }
 
     pub fn root(&self) -> &Path {
@@ -176,8 +193,21 @@ impl ChangeSet {
             return Ok(changes);
         }
         let _lock = lock(&self.root);
+        let inside: Vec<PathBuf> = std::iter::once(&self.root)
+            .chain(&self.allowed)
+            .map(|dir| resolve(dir))
+            .collect();
         for change in &changes {
             let dest = self.root.join(&change.path);
+            // Where the file really goes: a symlinked directory on the way is followed.
+            let resolved = resolve(dest.parent().unwrap_or(&self.root));
+            if !inside.iter().any(|dir| resolved.starts_with(dir)) {
+                return Err(ChangeError::Outside {
+                    path: dest,
+                    resolved,
+                    root: self.root.clone(),
+                });
+            }
             if dest.is_dir() {
                 return Err(ChangeError::Write {
                     path: dest,
@@ -374,6 +404,44 @@ pub fn hold(root: &Path, waiting: impl FnOnce()) -> Held {
     held().push(path.clone());
     Held {
         dir: Some((dir, path)),
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists, and the rest appended: where a file
+/// written below it lands. A link to nothing resolves to itself, never inside anything.
+fn resolve(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut absolute = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                absolute.pop();
+            }
+            other => absolute.push(other),
+        }
+    }
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if fs::symlink_metadata(existing).is_ok() {
+            let Ok(mut resolved) = fs::canonicalize(existing) else {
+                return PathBuf::from("/dev/null/unresolvable").join(existing);
+            };
+            resolved.extend(rest.iter().rev());
+            return resolved;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
     }
 }
 

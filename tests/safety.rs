@@ -1167,3 +1167,68 @@ fn create_webhook_never_rewrites_the_users_other_webhook_files() {
     );
     assert_eq!(std::fs::read_to_string(&conversion).expect("read"), mine);
 }
+
+/// A directory of the project that is a symlink to elsewhere is never written through: the
+/// command fails naming the path, and neither the project nor the other place changes.
+#[test]
+fn writes_never_leave_the_project_through_symlinked_directories() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let outside = tempfile::tempdir().expect("tempdir");
+    for dir in ["config/rbac", "config/crd/bases", "src/api"] {
+        let real = project.join(dir);
+        let moved = outside.path().join(dir.replace('/', "_"));
+        std::fs::rename(&real, &moved).expect("move");
+        symlink(&moved.display().to_string(), &real);
+        let before = tree(outside.path());
+        // Something to write in each: a marker that changes the role, a field, a new kind.
+        let args: &[&str] = match dir {
+            "src/api" => &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1",
+                "--kind",
+                "Post",
+            ],
+            _ => &["manifests"],
+        };
+        if dir != "src/api" {
+            let controller = project.join("src/controllers/apps/blog_controller.rs");
+            let text = std::fs::read_to_string(&controller).expect("read");
+            std::fs::write(
+                &controller,
+                format!("{text}// +kopgen:rbac:groups=\"\",resources=secrets,verbs=get\n"),
+            )
+            .expect("write");
+            let types = project.join("src/api/apps/v1/blog.rs");
+            let text = std::fs::read_to_string(&types).expect("read");
+            std::fs::write(
+                &types,
+                text.replacen(
+                    "pub foo: Option<String>,",
+                    "pub foo: Option<String>,\n    pub bar: Option<i32>,",
+                    1,
+                ),
+            )
+            .expect("write");
+        }
+        let error = fails_cleanly_in(&project, args);
+        assert!(
+            error.contains("outside") && error.contains(dir),
+            "{dir}: {error}"
+        );
+        assert!(
+            tree(outside.path()) == before,
+            "{dir}: written through the link"
+        );
+        std::fs::remove_file(&real).expect("unlink");
+        std::fs::rename(&moved, &real).expect("move back");
+    }
+}
