@@ -14,10 +14,16 @@ pub struct Marker<'a> {
     pub body: &'a str,
 }
 
-/// Every line comment of `text` (`//`, `///` or `//!`) that starts with one of `prefixes`.
+/// Every line comment of `text` (`//`, `///` or `//!`) on a line of its own that starts with
+/// one of `prefixes`. Only real comments count: `//` inside a string literal or a block comment
+/// is text, as rustc reads it (a marker there would grant what no one wrote as a marker).
 pub fn find<'a>(text: &'a str, prefixes: &'a [&'a str]) -> Vec<Marker<'a>> {
+    let comments = comment_lines(text);
     let mut found = Vec::new();
     for (number, line) in text.lines().enumerate() {
+        if comments.binary_search(&number).is_err() {
+            continue;
+        }
         let trimmed = line.trim_start();
         let Some(comment) = trimmed.strip_prefix("//") else {
             continue;
@@ -37,6 +43,111 @@ pub fn find<'a>(text: &'a str, prefixes: &'a [&'a str]) -> Vec<Marker<'a>> {
         });
     }
     found
+}
+
+/// The 0-based numbers of the lines that begin (after whitespace) with a line comment, as
+/// rustc's lexer sees them: string, raw string, byte string and char literals and nested block
+/// comments are skipped, so `//` inside them starts nothing.
+fn comment_lines(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    // The number and the first byte of the line `i` is on.
+    let (mut i, mut line, mut line_start) = (0, 0, 0);
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        let next = if rest.starts_with(b"//") {
+            if bytes[line_start..i].iter().all(u8::is_ascii_whitespace) {
+                lines.push(line);
+            }
+            rest.iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |n| i + n)
+        } else if rest.starts_with(b"/*") {
+            block_comment_end(bytes, i)
+        } else if let Some(end) = raw_string_end(bytes, i) {
+            end
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if rest[0] == b'\'' {
+            // A char literal ('x', '\n', '\'', '\u{..}') ends at its closing quote; a lifetime
+            // ('a) has none and is passed over like any identifier.
+            let close = match rest.get(1) {
+                Some(b'\\') => rest.iter().skip(3).position(|&b| b == b'\'').map(|n| n + 4),
+                Some(_) => {
+                    let width = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                    (rest.get(1 + width) == Some(&b'\'')).then_some(width + 2)
+                }
+                None => None,
+            };
+            i + close.unwrap_or(1)
+        } else {
+            i + 1
+        };
+        let next = next.min(bytes.len());
+        for (at, _) in bytes[i..next]
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+        {
+            line += 1;
+            line_start = i + at + 1;
+        }
+        i = next;
+    }
+    lines
+}
+
+/// Where the block comment starting at `i` ends (block comments nest).
+fn block_comment_end(bytes: &[u8], i: usize) -> usize {
+    let (mut depth, mut j) = (0usize, i);
+    while j < bytes.len() {
+        if bytes[j..].starts_with(b"/*") {
+            depth += 1;
+            j += 2;
+        } else if bytes[j..].starts_with(b"*/") {
+            depth -= 1;
+            j += 2;
+            if depth == 0 {
+                return j;
+            }
+        } else {
+            j += 1;
+        }
+    }
+    j
+}
+
+/// Where the raw string literal (`r"…"`, `r#"…"#`, `br##"…"##`, `cr"…"`) starting at `i` ends.
+fn raw_string_end(bytes: &[u8], i: usize) -> Option<usize> {
+    // An identifier ending in `r` (`for`) is not a raw string's start.
+    if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+        return None;
+    }
+    let mut j = i;
+    if matches!(bytes.get(j), Some(b'b' | b'c')) {
+        j += 1;
+    }
+    if bytes.get(j) != Some(&b'r') {
+        return None;
+    }
+    j += 1;
+    let hashes = bytes[j..].iter().take_while(|&&b| b == b'#').count();
+    j += hashes;
+    if bytes.get(j) != Some(&b'"') {
+        return None;
+    }
+    let mut closing = vec![b'"'];
+    closing.extend(std::iter::repeat_n(b'#', hashes));
+    let body = j + 1;
+    bytes[body..]
+        .windows(closing.len())
+        .position(|w| w == closing.as_slice())
+        .map(|n| body + n + closing.len())
+        .or(Some(bytes.len()))
 }
 
 /// Splits on `sep` outside double quotes and backticks (controller-gen's two ways to quote a
@@ -81,6 +192,25 @@ mod tests {
         let bodies: Vec<(usize, usize, &str)> =
             found.iter().map(|m| (m.line, m.column, m.body)).collect();
         assert_eq!(bodies, [(2, 3, "a=b"), (3, 1, "c=d"), (4, 1, "e=f")]);
+    }
+
+    #[test]
+    fn comment_text_inside_literals_and_block_comments_is_no_marker() {
+        let text = concat!(
+            "pub const H: &str = r#\"\n// +x:rbac:raw\n\"#;\n",
+            "pub const S: &str = \"a \\\" quote\n// +x:rbac:string\n\";\n",
+            "pub const B: &[u8] = br\"\n// +x:rbac:bytes\n\";\n",
+            "/* outer /* nested */\n// +x:rbac:block\n*/\n",
+            "fn f<'a>(x: &'a str) -> char { let _ = x; '\"' }\n",
+            "// +x:rbac:real=1\n",
+            "let c = '\\'';\n",
+            "    // +x:rbac:real=2\n",
+            "let s = \"// +x:rbac:same-line\"; // +x:rbac:trailing\n",
+        );
+        let found: Vec<&str> = find(text, &["+x:rbac:"]).iter().map(|m| m.body).collect();
+        assert_eq!(found, ["real=1", "real=2"], "{text}");
+        let lines: Vec<usize> = find(text, &["+x:rbac:"]).iter().map(|m| m.line).collect();
+        assert_eq!(lines, [14, 16]);
     }
 
     #[test]
