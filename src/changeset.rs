@@ -261,25 +261,58 @@ impl ChangeSet {
             }
             return Err(error);
         }
+        // Each file replaced is moved aside first, so that a rename failing part-way takes
+        // back every one made before it: the tree is the old one or the new one.
+        let mut placed: Vec<(&PathBuf, Option<PathBuf>)> = Vec::new();
         for (done, (stage, dest)) in staged.iter().enumerate() {
-            if let Err(error) = fs::rename(stage, dest) {
+            let replaced = fs::symlink_metadata(dest)
+                .is_ok()
+                .then(|| staging_path(dest, ASIDE_SUFFIX));
+            let result = match &replaced {
+                Some(aside) => fs::rename(dest, aside).and_then(|()| {
+                    place(stage, dest).inspect_err(|_| {
+                        let _ = fs::rename(aside, dest);
+                    })
+                }),
+                None => place(stage, dest),
+            };
+            if let Err(error) = result {
                 for (stage, _) in &staged[done..] {
                     let _ = fs::remove_file(stage);
                 }
-                // Renames already made cannot be taken back: say so, rather than "nothing".
+                let mut kept = Vec::new();
+                for (dest, aside) in placed.iter().rev() {
+                    let undone = match aside {
+                        Some(aside) => fs::rename(aside, dest),
+                        None => fs::remove_file(dest),
+                    };
+                    if undone.is_err() {
+                        kept.push(dest.display().to_string());
+                    }
+                }
                 for (aside, dest) in &set_aside {
                     let _ = fs::rename(aside, dest);
                 }
+                for dir in created_dirs.iter().rev() {
+                    let _ = fs::remove_dir(dir);
+                }
+                if kept.is_empty() {
+                    return Err(ChangeError::Write {
+                        path: dest.clone(),
+                        error,
+                    });
+                }
+                // Only where taking a rename back failed too: say which, rather than "nothing".
                 return Err(ChangeError::Replace {
                     path: dest.clone(),
                     error,
-                    replaced: staged[..done]
-                        .iter()
-                        .map(|(_, d)| d.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    replaced: kept.join(", "),
                 });
             }
+            placed.push((dest, replaced));
+        }
+        for aside in placed.iter().filter_map(|(_, aside)| aside.as_ref()) {
+            let _ = fs::remove_file(aside);
         }
         for (aside, dest) in &set_aside {
             let _ = fs::remove_file(aside);
@@ -289,9 +322,22 @@ impl ChangeSet {
     }
 }
 
+/// Renames a staged file into place (in unit tests, failing where a test says so).
+fn place(stage: &Path, dest: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    if tests::FAIL_PLACING.with(|n| {
+        let left = n.get();
+        n.set(left.saturating_sub(1));
+        left == 1
+    }) {
+        return Err(io::Error::other("injected failure"));
+    }
+    fs::rename(stage, dest)
+}
+
 /// The suffix of files staged by [`ChangeSet::write`].
 const STAGE_SUFFIX: &str = ".kopgen-tmp";
-/// The suffix of files [`ChangeSet::write`] moved aside to delete them.
+/// The suffix of files [`ChangeSet::write`] moved aside to delete or replace them.
 const ASIDE_SUFFIX: &str = ".kopgen-del";
 
 /// Removes `dir` and its parents while they are empty, up to `root` (kept).
@@ -327,8 +373,11 @@ fn remove_stale_stages(dir: &Path) {
         if name.starts_with('.') && name.ends_with(STAGE_SUFFIX) {
             let _ = fs::remove_file(entry.path());
         } else if let Some(original) = set_aside_from(&name) {
+            // A killed run's: put back where its file is missing, else left over.
             let original = dir.join(original);
-            if !original.exists() {
+            if original.exists() {
+                let _ = fs::remove_file(entry.path());
+            } else {
                 let _ = fs::rename(entry.path(), original);
             }
         }
@@ -467,6 +516,46 @@ fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The how-many-th [`place`] of this thread fails (0: none).
+        pub(super) static FAIL_PLACING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn a_rename_failing_part_way_takes_back_the_ones_before_it() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for name in ["a", "b", "c"] {
+            fs::write(tmp.path().join(name), format!("old {name}")).expect("write");
+        }
+        let mut set = ChangeSet::new(tmp.path());
+        for name in ["a", "b", "c", "d"] {
+            set.put(name, format!("new {name}"));
+        }
+        FAIL_PLACING.with(|n| n.set(3));
+        let error = set.write().expect_err("the third rename fails");
+        assert!(matches!(error, ChangeError::Write { .. }), "{error}");
+        let mut names: Vec<String> = fs::read_dir(tmp.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["a", "b", "c"],
+            "nothing staged or set aside is left"
+        );
+        for name in ["a", "b", "c"] {
+            let text = fs::read_to_string(tmp.path().join(name)).expect("read");
+            assert_eq!(text, format!("old {name}"));
+        }
+        FAIL_PLACING.with(|n| n.set(0));
+        set.write().expect("the next run succeeds");
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("d")).expect("d"),
+            "new d"
+        );
+    }
 
     #[test]
     fn writes_everything_or_nothing() {
