@@ -140,11 +140,20 @@ pub fn remove_at_marker(
 
 /// The index of the one line containing `marker`.
 fn marker_line(file: &str, contents: &str, marker: &str) -> Result<usize, InsertionError> {
+    // In Rust, only a real line comment is a marker: not one inside a block comment or string.
+    let comments = file
+        .ends_with(".rs")
+        .then(|| crate::markers::comment_lines(contents));
     let positions: Vec<usize> = contents
         .lines()
         .enumerate()
         .filter(|(_, line)| line.trim_end().ends_with(marker))
         .map(|(i, _)| i)
+        .filter(|i| {
+            comments
+                .as_ref()
+                .is_none_or(|lines| lines.binary_search(i).is_ok())
+        })
         .collect();
     match positions.as_slice() {
         [index] => Ok(*index),
@@ -334,7 +343,7 @@ mod tests {
         ));
         assert!(matches!(
             insert_at_marker(
-                "f.rs",
+                "f.yaml",
                 "# +kopgen:scaffold:x\n# +kopgen:scaffold:x\n",
                 "+kopgen:scaffold:x",
                 &lines,
@@ -342,5 +351,34 @@ mod tests {
             ),
             Err(InsertionError::DuplicateMarker { count: 2, .. })
         ));
+    }
+
+    #[test]
+    fn a_marker_inside_a_block_comment_or_string_is_no_marker() {
+        let lines = vec!["pub mod web;".to_owned()];
+        let commented = "/*\npub mod apps;\n// +kopgen:scaffold:x\n*/\n";
+        assert!(matches!(
+            insert_at_marker(
+                "f.rs",
+                commented,
+                "+kopgen:scaffold:x",
+                &lines,
+                Placement::Sorted
+            ),
+            Err(InsertionError::MissingMarker { .. })
+        ));
+        let both = "const S: &str = \"\n// +kopgen:scaffold:x\n\";\npub mod apps;\n// +kopgen:scaffold:x\n";
+        let edited = insert_at_marker(
+            "f.rs",
+            both,
+            "+kopgen:scaffold:x",
+            &lines,
+            Placement::Sorted,
+        )
+        .expect("the real marker");
+        assert!(
+            edited.ends_with("pub mod apps;\npub mod web;\n// +kopgen:scaffold:x\n"),
+            "{edited}"
+        );
     }
 }

@@ -48,7 +48,7 @@ pub fn find<'a>(text: &'a str, prefixes: &'a [&'a str]) -> Vec<Marker<'a>> {
 /// The 0-based numbers of the lines that begin (after whitespace) with a line comment, as
 /// rustc's lexer sees them: string, raw string, byte string and char literals and nested block
 /// comments are skipped, so `//` inside them starts nothing.
-fn comment_lines(text: &str) -> Vec<usize> {
+pub(crate) fn comment_lines(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut lines = Vec::new();
     // The number and the first byte of the line `i` is on.
