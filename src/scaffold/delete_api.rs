@@ -119,7 +119,7 @@ pub fn plan(options: &DeleteApiOptions) -> Result<ChangeSet, DeleteApiError> {
         refuse_uses(&changes, &resource)?;
     }
     changes.put(project::PROJECT_FILE, project.render());
-    api::put_manifests(&mut changes, &project);
+    super::derived::put_manifests(&mut changes, &project);
     Ok(changes)
 }
 

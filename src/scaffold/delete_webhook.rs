@@ -184,7 +184,7 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
         changes.put(CLUSTER_ROLE, text);
     }
     changes.put(project::PROJECT_FILE, project.render());
-    super::api::put_manifests(&mut changes, &project);
+    super::derived::put_manifests(&mut changes, &project);
     if no_webhook_markers(&changes) {
         changes.remove(crate::webhooks::PATH);
     }

@@ -4,6 +4,7 @@
 pub mod api;
 pub mod delete_api;
 pub mod delete_webhook;
+pub(crate) mod derived;
 mod edit;
 pub mod init;
 mod kind;

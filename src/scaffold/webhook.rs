@@ -275,7 +275,7 @@ pub(crate) fn plan_as(
 
     changes.put(project::PROJECT_FILE, project.render());
     crate::rustfmt::format_long_lines(&mut changes);
-    api::put_manifests(&mut changes, &project);
+    super::derived::put_manifests(&mut changes, &project);
     Ok(changes)
 }
 

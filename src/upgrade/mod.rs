@@ -20,7 +20,7 @@ use crate::{
     names,
     project::{self, Project, ProjectError, Resource},
     runtime_crate,
-    scaffold::{api, init::BOILERPLATE},
+    scaffold::{derived, init::BOILERPLATE},
     templates::Release,
 };
 use merge::Outcome;
@@ -185,7 +185,7 @@ pub fn plan(options: &UpgradeOptions) -> Result<Upgrade, UpgradeError> {
     if changes.read(project::PROJECT_FILE)?.as_deref() != Some(rendered.as_str()) {
         changes.put(project::PROJECT_FILE, rendered);
     }
-    api::put_manifests(&mut changes, &project);
+    derived::put_manifests(&mut changes, &project);
     Ok(Upgrade {
         from,
         to: crate::VERSION,

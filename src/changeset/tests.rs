@@ -1,0 +1,172 @@
+//! The writer's guarantees, each with the failure that would break it.
+
+use super::*;
+
+thread_local! {
+    /// The how-many-th [`place`] of this thread fails (0: none).
+    pub(super) static FAIL_PLACING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[test]
+fn a_rename_failing_part_way_takes_back_the_ones_before_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for name in ["a", "b", "c"] {
+        fs::write(tmp.path().join(name), format!("old {name}")).expect("write");
+    }
+    let mut set = ChangeSet::new(tmp.path());
+    for name in ["a", "b", "c", "d"] {
+        set.put(name, format!("new {name}"));
+    }
+    FAIL_PLACING.with(|n| n.set(3));
+    let error = set.write().expect_err("the third rename fails");
+    assert!(matches!(error, ChangeError::Write { .. }), "{error}");
+    let mut names: Vec<String> = fs::read_dir(tmp.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["a", "b", "c"],
+        "nothing staged or set aside is left"
+    );
+    for name in ["a", "b", "c"] {
+        let text = fs::read_to_string(tmp.path().join(name)).expect("read");
+        assert_eq!(text, format!("old {name}"));
+    }
+    FAIL_PLACING.with(|n| n.set(0));
+    set.write().expect("the next run succeeds");
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("d")).expect("d"),
+        "new d"
+    );
+}
+
+#[test]
+fn writes_everything_or_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A file where a directory is needed makes the second write fail.
+    fs::write(tmp.path().join("blocker"), "x").expect("write");
+    let mut set = ChangeSet::new(tmp.path());
+    set.put("a/first.txt", "1".into());
+    set.put("blocker/second.txt", "2".into());
+    assert!(set.write().is_err());
+    assert!(
+        !tmp.path().join("a").exists(),
+        "created directories are removed again"
+    );
+    let entries: Vec<_> = fs::read_dir(tmp.path()).expect("read_dir").collect();
+    assert_eq!(entries.len(), 1, "only the blocker remains");
+}
+
+/// Runs that write at the same moment take turns: every one succeeds, the files are whole,
+/// and nothing staged is left.
+#[test]
+fn concurrent_writes_take_turns() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for round in 0..20 {
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|scope| {
+            for writer in 0..4 {
+                let (barrier, root) = (&barrier, tmp.path());
+                scope.spawn(move || {
+                    let mut set = ChangeSet::new(root);
+                    for file in 0..40 {
+                        set.put(
+                            format!("d{}/f{file}.txt", file % 3),
+                            format!("round {round} writer {writer} file {file}\n").repeat(200),
+                        );
+                    }
+                    barrier.wait();
+                    set.write().expect("every run writes");
+                });
+            }
+        });
+        for dir in 0..3 {
+            for entry in fs::read_dir(tmp.path().join(format!("d{dir}"))).expect("dir") {
+                let path = entry.expect("entry").path();
+                let name = path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                assert!(!name.ends_with(STAGE_SUFFIX), "{name} left behind");
+                let text = fs::read_to_string(&path).expect("read");
+                let first = text.lines().next().unwrap_or_default().to_owned();
+                assert_eq!(text, format!("{first}\n").repeat(200), "{name} is torn");
+            }
+        }
+    }
+}
+
+#[test]
+fn files_are_deleted_with_the_directories_they_leave_empty() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(tmp.path().join("a/b")).expect("dirs");
+    fs::write(tmp.path().join("a/b/gone.txt"), "x").expect("write");
+    fs::write(tmp.path().join("a/kept.txt"), "y").expect("write");
+    let mut set = ChangeSet::new(tmp.path());
+    set.remove("a/b/gone.txt");
+    set.put("a/new.txt", "z".into());
+    assert!(!set.exists("a/b/gone.txt"));
+    assert_eq!(set.read("a/b/gone.txt").expect("read"), None);
+    let written: Vec<_> = set.write().expect("write").iter().map(|c| c.kind).collect();
+    assert_eq!(written, [ChangeKind::Delete, ChangeKind::Create]);
+    assert!(
+        !tmp.path().join("a/b").exists(),
+        "the emptied directory goes"
+    );
+    assert!(tmp.path().join("a/kept.txt").exists());
+}
+
+#[test]
+fn a_failed_write_puts_deleted_files_back() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::write(tmp.path().join("gone.txt"), "x").expect("write");
+    fs::write(tmp.path().join("blocker"), "x").expect("write");
+    let mut set = ChangeSet::new(tmp.path());
+    set.remove("gone.txt");
+    set.put("blocker/second.txt", "2".into());
+    assert!(set.write().is_err());
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("gone.txt"))
+            .ok()
+            .as_deref(),
+        Some("x")
+    );
+    assert_eq!(
+        fs::read_dir(tmp.path()).expect("dir").count(),
+        2,
+        "nothing left aside"
+    );
+}
+
+#[test]
+fn what_a_killed_run_set_aside_is_put_back() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::write(tmp.path().join(".gone.txt.123.4.kopgen-del"), "x").expect("write");
+    remove_stale_stages(tmp.path());
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("gone.txt"))
+            .ok()
+            .as_deref(),
+        Some("x")
+    );
+}
+
+#[test]
+fn unchanged_files_are_not_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::write(tmp.path().join("same.txt"), "same").expect("write");
+    let mut set = ChangeSet::new(tmp.path());
+    set.put("same.txt", "same".into());
+    set.put("new.txt", "new".into());
+    let written: Vec<_> = set
+        .write()
+        .expect("write")
+        .into_iter()
+        .map(|c| c.path.clone())
+        .collect();
+    assert_eq!(written, [PathBuf::from("new.txt")]);
+    assert_eq!(set.read("new.txt").expect("read").as_deref(), Some("new"));
+}

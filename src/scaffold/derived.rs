@@ -1,0 +1,61 @@
+//! The files `kopgen manifests` derives, rendered by the scaffolding commands too, so that a
+//! project is consistent (and its tests pass) right after a command.
+
+use crate::{changeset::ChangeSet, project::Project};
+
+/// What `kopgen manifests` would write for the project as it will be (the CRDs and
+/// `config/rbac/role.yaml`), so that `cargo test` passes right after `create api`, with no
+/// `make manifests` in between. Derived statically from the sources on disk with the pending
+/// changes laid over them; where that fails (the user's own code does not derive), the files
+/// are left for `kopgen manifests` to write and report on.
+pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
+    use crate::manifests::{self, discover};
+    let root = changes.root().to_path_buf();
+    let src = root.join("src");
+    let Ok(mut sources) = discover::sources(std::slice::from_ref(&src)) else {
+        return;
+    };
+    for change in changes.changes() {
+        let path = root.join(&change.path);
+        if !change.path.starts_with("src") || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = discover::Source {
+            module: discover::module_of("crate", &src, &path),
+            path: path.clone(),
+            text: change.contents.clone(),
+        };
+        match sources.iter_mut().find(|s| s.path == path) {
+            Some(existing) => *existing = source,
+            None => sources.push(source),
+        }
+    }
+    sources.sort_by(|a, b| a.path.cmp(&b.path));
+    let options = manifests::Options {
+        derive: manifests::Derive::Static,
+        manifest: Some(root.join("Cargo.toml")),
+        ..Default::default()
+    };
+    let (Ok(generated), Ok(rules)) = (
+        manifests::generate_with(&sources, &options),
+        crate::rbac::collect(&sources),
+    ) else {
+        return;
+    };
+    for output in generated.outputs {
+        changes.put(
+            std::path::Path::new("config/crd/bases").join(output.path),
+            output.contents,
+        );
+    }
+    changes.put(
+        "config/rbac/role.yaml",
+        crate::rbac::render(&rules, project.namespaced),
+    );
+    if let Some(webhooks) = crate::webhooks::collect(&sources)
+        .ok()
+        .and_then(|found| crate::webhooks::render(&found))
+    {
+        changes.put(crate::webhooks::PATH, webhooks);
+    }
+}
