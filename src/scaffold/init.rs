@@ -146,8 +146,10 @@ pub(crate) fn plan_as(
     // A PROJECT that does not parse may list kinds all the same: refused rather than orphaned.
     let previous = match Project::load(root) {
         Ok(previous) => Some(previous),
-        Err(crate::project::ProjectError::NotAProject(_)) => None,
-        Err(error) => return Err(InitError::Project(error)),
+        Err(error) if root.join(project::PROJECT_FILE).is_file() => {
+            return Err(InitError::Project(error));
+        }
+        Err(_) => None,
     };
     if let Some(previous) = &previous
         && !previous.resources.is_empty()
