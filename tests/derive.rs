@@ -55,6 +55,26 @@ impl Default for Settings {
     }
 }
 
+/// A gauge whose level has a hand-written schema.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "fb.example.com", version = "v1", kind = "Gauge", namespaced)]
+pub struct GaugeSpec {
+    pub level: Level,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+pub struct Level(pub u8);
+
+impl JsonSchema for Level {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Level".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "integer", "minimum": 5})
+    }
+}
+
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
 #[kube(group = "fb.example.com", version = "v1", kind = "Plain")]
 pub struct PlainSpec {
@@ -68,6 +88,7 @@ const CRDGEN: &str = r#"use kube::CustomResourceExt;
 fn main() {
     print!("{}", serde_yaml::to_string(&fallback_demo::api::Widget::crd()).unwrap());
     print!("---\n{}", serde_yaml::to_string(&fallback_demo::api::Plain::crd()).unwrap());
+    print!("---\n{}", serde_yaml::to_string(&fallback_demo::api::Gauge::crd()).unwrap());
 }
 "#;
 
@@ -110,6 +131,14 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
         "{}",
         refused.stderr
     );
+    // A hand-written `impl JsonSchema` is code kopgen does not run: never guessed.
+    assert!(
+        refused
+            .stderr
+            .contains("`Level` implements JsonSchema by hand (at src/api.rs:"),
+        "{}",
+        refused.stderr
+    );
 
     // `auto`: the compiled kind is named with its reason; the other is derived statically.
     let auto = kopgen_in_demo(&session, &["manifests", "--stdout"]);
@@ -117,6 +146,7 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
     assert!(
         auto.stderr
             .contains("note: compiled the crate for Widget.fb.example.com (")
+            && auto.stderr.contains("Gauge.fb.example.com (")
             && !auto.stderr.contains("Plain.fb.example.com"),
         "{}",
         auto.stderr
@@ -143,9 +173,17 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
         })
         .collect();
     let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
-    // kopgen prints CRDs by file name: plains before widgets.
-    assert_eq!(ours, [expected[1].as_str(), expected[0].as_str()]);
-    assert!(ours[1].contains("pattern: ^[0-9]+Gi$") && ours[1].contains("encoded: '[1,2,3]'"));
+    // kopgen prints CRDs by file name: gauges, plains, widgets.
+    assert_eq!(
+        ours,
+        [
+            expected[2].as_str(),
+            expected[1].as_str(),
+            expected[0].as_str()
+        ]
+    );
+    assert!(ours[2].contains("pattern: ^[0-9]+Gi$") && ours[2].contains("encoded: '[1,2,3]'"));
+    assert!(ours[0].contains("minimum: 5"), "{}", ours[0]);
 
     // `compile`: every kind compiled, the same bytes.
     let compiled = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "compile"]);
@@ -156,7 +194,7 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
             .stderr
             .matches("note: compiled the crate for")
             .count(),
-        2
+        3
     );
 }
 

@@ -244,6 +244,35 @@ fn bad_sources() -> Vec<Row> {
             ),
             "would both be the CRD foos.a.example.com",
         ),
+        row(
+            "versions of one kind with different plurals",
+            format!(
+                "pub mod v1 {{\n{}}}\npub mod v2 {{\n{}}}\n",
+                kind(&format!("{GOOD}, plural = \"foos\""), "pub x: i32,"),
+                kind(
+                    "group = \"a.example.com\", version = \"v2\", kind = \"Foo\", plural = \"fooz\", storage = false",
+                    "pub x: i32,"
+                )
+            ),
+            "has the plural `foos` and version v2",
+        ),
+        row(
+            "a kind colliding with another kind's non-storage version",
+            format!(
+                "pub mod v1 {{\n{}}}\npub mod v2 {{\n{}}}\npub mod bar {{\n{}}}\n",
+                kind(&format!("{GOOD}, plural = \"foos\""), "pub x: i32,"),
+                kind(
+                    "group = \"a.example.com\", version = \"v2\", kind = \"Foo\", plural = \"fooz\", storage = false",
+                    "pub x: i32,"
+                ),
+                kind(
+                    "group = \"a.example.com\", version = \"v1\", kind = \"Bar\", plural = \"fooz\"",
+                    "pub x: i32,"
+                )
+                .replace("FooSpec", "BarSpec")
+            ),
+            "kinds Bar and Foo would both be the CRD fooz.a.example.com",
+        ),
         row("syntax error", "pub struct {".into(), "cannot parse Rust"),
         row(
             "missing group",
@@ -635,69 +664,6 @@ fn symlinks_are_followed_inside_the_project_and_refused_outside() {
         );
         std::fs::remove_file(&link).expect("remove link");
     }
-}
-
-#[test]
-fn code_that_is_not_compiled_gives_no_crd() {
-    let session = Session::new();
-    session.write(
-        "Cargo.toml",
-        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n[features]\ndefault = [\"on\"]\non = []\noff = []\n",
-    );
-    let foo = |name: &str, cfg: &str| {
-        format!(
-            "{cfg}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"{name}\")]\npub struct {name}Spec {{ pub x: i32 }}\n"
-        )
-    };
-    session.write(
-        "src/lib.rs",
-        &format!(
-            "{HEADER}pub mod api;\n#[cfg(test)]\nmod tests;\n{}{}{}{}{}",
-            foo("Never", "#[cfg(any())]"),
-            foo("Test", "#[cfg(test)]"),
-            foo("Off", "#[cfg(feature = \"off\")]"),
-            foo("On", "#[cfg(feature = \"on\")]"),
-            foo("Plain", ""),
-        ),
-    );
-    session.write("src/api.rs", &kind(GOOD, "pub x: i32,"));
-    session.write(
-        "src/tests.rs",
-        &kind(GOOD, "pub x: i32,").replace("Foo", "Tested"),
-    );
-    // Not named by any `mod`: not compiled.
-    session.write(
-        "src/orphan.rs",
-        &kind(GOOD, "pub x: i32,").replace("Foo", "Orphan"),
-    );
-    let names = |args: &[&str]| {
-        let run = session.kopgen(args);
-        assert_eq!(run.status, 0, "{}", run.stderr);
-        let mut names: Vec<String> = run
-            .stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix("    kind: "))
-            // A kind named `On` is written `'On'`: kubectl would read it as `true` unquoted.
-            .map(|kind| kind.trim_matches('\'').to_owned())
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(
-        names(&["manifests", "--stdout", "--derive", "static"]),
-        ["Foo", "On", "Plain"]
-    );
-    assert_eq!(
-        names(&[
-            "manifests",
-            "--stdout",
-            "--derive",
-            "static",
-            "--features",
-            "off"
-        ]),
-        ["Foo", "Off", "On", "Plain"]
-    );
 }
 
 #[test]

@@ -58,6 +58,49 @@ impl Cfg {
             .all(|a| a.parse_args::<Meta>().is_ok_and(|meta| self.holds(&meta)))
     }
 
+    /// `file` as rustc sees it before any derive runs: every `#[cfg_attr(predicate, attr, ..)]`
+    /// replaced by its attributes where the predicate holds, and removed where it does not (so
+    /// `#[cfg_attr(all(), derive(CustomResource), kube(..))]` is a custom resource).
+    pub fn expand_cfg_attrs(&self, file: &mut syn::File) {
+        syn::visit_mut::VisitMut::visit_file_mut(&mut Expand { cfg: self }, file);
+    }
+
+    fn expand(&self, attrs: &mut Vec<Attribute>) {
+        if !attrs.iter().any(|a| a.path().is_ident("cfg_attr")) {
+            return;
+        }
+        let mut pending: Vec<Attribute> = std::mem::take(attrs);
+        pending.reverse();
+        while let Some(attr) = pending.pop() {
+            if !attr.path().is_ident("cfg_attr") {
+                attrs.push(attr);
+                continue;
+            }
+            let parsed = attr.parse_args_with(
+                syn::punctuated::Punctuated::<Meta, syn::Token![,]>::parse_terminated,
+            );
+            // Not the form rustc accepts: kept, so that what reads it reports it.
+            let Ok(parsed) = parsed else {
+                attrs.push(attr);
+                continue;
+            };
+            let mut parts = parsed.into_iter();
+            let Some(predicate) = parts.next() else {
+                continue;
+            };
+            if self.holds(&predicate) {
+                // In order, before the attributes after this one (nested `cfg_attr` again).
+                let expanded: Vec<Attribute> = parts
+                    .map(|meta| Attribute {
+                        meta,
+                        ..attr.clone()
+                    })
+                    .collect();
+                pending.extend(expanded.into_iter().rev());
+            }
+        }
+    }
+
     fn holds(&self, meta: &Meta) -> bool {
         match meta {
             Meta::Path(p) => !(p.is_ident("test") || p.is_ident("windows") || p.is_ident("miri")),
@@ -97,6 +140,42 @@ impl Cfg {
     }
 }
 
+/// Expands `cfg_attr` on every item, field and variant that can carry an attribute that
+/// shapes a CRD (derives, `kube`, `serde`, `schemars`, `cfg`, `path`).
+struct Expand<'a> {
+    cfg: &'a Cfg,
+}
+
+macro_rules! expand_in {
+    ($($visit:ident: $node:ty),* $(,)?) => {
+        impl syn::visit_mut::VisitMut for Expand<'_> {
+            $(
+                fn $visit(&mut self, node: &mut $node) {
+                    self.cfg.expand(&mut node.attrs);
+                    syn::visit_mut::$visit(self, node);
+                }
+            )*
+        }
+    };
+}
+
+expand_in! {
+    visit_item_struct_mut: syn::ItemStruct,
+    visit_item_enum_mut: syn::ItemEnum,
+    visit_item_type_mut: syn::ItemType,
+    visit_item_mod_mut: syn::ItemMod,
+    visit_item_fn_mut: syn::ItemFn,
+    visit_item_const_mut: syn::ItemConst,
+    visit_item_static_mut: syn::ItemStatic,
+    visit_item_impl_mut: syn::ItemImpl,
+    visit_item_use_mut: syn::ItemUse,
+    visit_item_macro_mut: syn::ItemMacro,
+    visit_field_mut: syn::Field,
+    visit_variant_mut: syn::Variant,
+    visit_impl_item_fn_mut: syn::ImplItemFn,
+    visit_impl_item_const_mut: syn::ImplItemConst,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +200,37 @@ mod tests {
         assert!(holds(&cfg, "#[cfg(target_os = \"linux\")]"));
         assert!(!holds(&cfg, "#[cfg(windows)]"));
         assert!(holds(&cfg, "#[derive(Debug)]"));
+    }
+
+    #[test]
+    fn cfg_attr_is_expanded_where_its_predicate_holds() {
+        let cfg = Cfg::default();
+        let mut file: syn::File = syn::parse_str(
+            "#[cfg_attr(all(), derive(Debug), cfg_attr(not(test), serde(rename = \"x\")))]\n\
+             #[cfg_attr(test, derive(Clone))]\n\
+             #[doc = \"kept\"]\n\
+             struct X { #[cfg_attr(not(windows), serde(default))] a: u8 }",
+        )
+        .expect("file");
+        cfg.expand_cfg_attrs(&mut file);
+        let syn::Item::Struct(item) = &file.items[0] else {
+            panic!("a struct");
+        };
+        let attrs: Vec<String> = item
+            .attrs
+            .iter()
+            .map(|a| quote::ToTokens::to_token_stream(a).to_string())
+            .collect();
+        assert_eq!(
+            attrs,
+            [
+                "# [derive (Debug)]",
+                "# [serde (rename = \"x\")]",
+                "# [doc = \"kept\"]"
+            ]
+        );
+        let field = item.fields.iter().next().expect("a field");
+        assert!(field.attrs[0].path().is_ident("serde"));
     }
 
     #[test]

@@ -296,6 +296,7 @@ fn root_schema(
     kind: &str,
 ) -> Result<Schema, SourceError> {
     // The root object kube-derive generates: `metadata` (skipped), `spec`, and `status`.
+    builder.implements_schema(&cr.file, cr.span, cr.item)?;
     let mut root = match spec {
         Spec::Struct(s) if cr.attrs.no_spec => no_spec_root(builder, cr, module, s)?,
         _ => spec_root(builder, cr, module, spec)?,

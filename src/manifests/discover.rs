@@ -16,84 +16,166 @@ pub struct Source {
 /// Every `.rs` file under `paths` (files or directories), sorted, so that output never
 /// depends on the order the file system lists them in. A directory is read as a crate's
 /// `src/`: `lib.rs` is the crate root; `main.rs` and `bin/` (separate crates) are read only
-/// when there is no `lib.rs`. A file is a crate of its own.
+/// when there is no `lib.rs`. A file is the root of a crate of its own, with the files its
+/// `mod` declarations can reach (`blog/mod.rs` with `blog/v1.rs`; `blog.rs` with `blog/*.rs`).
 ///
 /// Each path is its own crate: with several, each root module is named after its path
 /// (`crate@src/v1.rs`), so that two files that both define a `BackupStatus` keep their own, and
-/// the result does not depend on the order of the paths.
+/// the result does not depend on the order of the paths. A path whose files another path
+/// already reads (`--paths blog/mod.rs --paths blog/v1.rs`) adds nothing: the same files give
+/// the same crate however they are named on the command line.
 pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
-    let mut out = Vec::new();
-    let mut roots: Vec<&PathBuf> = Vec::with_capacity(paths.len());
-    for root in paths {
-        if !roots.contains(&root) {
-            roots.push(root);
-        }
+    let mut roots: Vec<Root> = Vec::with_capacity(paths.len());
+    for path in paths {
+        roots.push(Root::collect(path)?);
     }
-    for root in roots.iter().copied() {
-        let label = if roots.len() == 1 {
+    let sets: Vec<std::collections::BTreeSet<PathBuf>> = roots
+        .iter()
+        .map(|r| r.files.iter().map(|f| canonical(f)).collect())
+        .collect();
+    // A root is left out when another one reads all of its files (the first of equals stays).
+    let kept: Vec<&Root> = roots
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            !sets.iter().enumerate().any(|(j, other)| {
+                j != *i && sets[*i].is_subset(other) && (sets[*i] != *other || j < *i)
+            })
+        })
+        .map(|(_, r)| r)
+        .collect();
+    let mut out = Vec::new();
+    for root in &kept {
+        let label = if kept.len() == 1 {
             "crate".to_owned()
         } else {
-            format!("crate@{}", root.display()).replace(':', "_")
+            format!("crate@{}", root.path.display()).replace(':', "_")
         };
-        if root.is_file() {
-            out.push(read(root, label)?);
-            continue;
-        }
-        if !root.is_dir() {
-            return Err(ManifestError::Io {
-                path: root.display().to_string(),
-                message: "no such file or directory; run kopgen manifests in a project (it reads src/) or pass --paths".into(),
-            });
-        }
-        let has_lib = root.join("lib.rs").is_file();
-        let boundary = project_dir(root);
-        let mut files: Vec<PathBuf> = Vec::new();
-        // Symlinks are followed (walkdir stops at loops), as long as they stay in the project.
-        for entry in WalkDir::new(root).follow_links(true).sort_by_file_name() {
-            let entry = entry.map_err(|e| {
-                let path = e
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                let message = match (e.loop_ancestor(), e.io_error()) {
-                    (Some(ancestor), _) => format!(
-                        "a symlink loop (back to {}); remove the link",
-                        ancestor.display()
-                    ),
-                    (None, Some(io)) if io.kind() == std::io::ErrorKind::NotFound => {
-                        "a symlink to nothing; remove the link or restore its target".into()
-                    }
-                    _ => e.to_string(),
-                };
-                ManifestError::Io { path, message }
-            })?;
-            let path = entry.path();
-            if entry.path_is_symlink() {
-                let target = std::fs::canonicalize(path).ok();
-                if !target.is_some_and(|t| t.starts_with(&boundary)) {
-                    return Err(ManifestError::Io {
-                        path: path.display().to_string(),
-                        message: format!(
-                            "a symlink that leads outside the project ({}); kopgen reads only the project's files",
-                            boundary.display()
-                        ),
-                    });
-                }
-            }
-            if entry.file_type().is_file()
-                && path.extension().is_some_and(|x| x == "rs")
-                && !(has_lib && (is_under(root, path, "bin") || path == root.join("main.rs")))
-            {
-                files.push(entry.into_path());
-            }
-        }
-        files.sort();
-        for file in files {
-            let module = module_of(&label, root, &file);
-            out.push(read(&file, module)?);
+        for file in &root.files {
+            let module = if Some(file) == root.file.as_ref() {
+                label.clone()
+            } else {
+                module_of(&label, &root.base, file)
+            };
+            out.push(read(file, module)?);
         }
     }
     Ok(out)
+}
+
+/// One `--paths` entry and the files it reads.
+struct Root {
+    path: PathBuf,
+    /// The root file, when the path is a file.
+    file: Option<PathBuf>,
+    /// The directory module paths are relative to.
+    base: PathBuf,
+    /// The files read, the root file first, the rest sorted.
+    files: Vec<PathBuf>,
+}
+
+impl Root {
+    fn collect(path: &Path) -> Result<Self, ManifestError> {
+        if path.is_file() {
+            // A `mod.rs`-like root's modules are its siblings; `blog.rs`'s are in `blog/`.
+            let parent = path.parent().unwrap_or(Path::new("."));
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            let mod_rs = matches!(stem, "mod" | "lib" | "main");
+            let base = if mod_rs {
+                parent.to_path_buf()
+            } else {
+                parent.join(stem)
+            };
+            let mut files = vec![path.to_path_buf()];
+            if base.is_dir() {
+                let is_root_file = |f: &PathBuf| {
+                    f.parent() == Some(base.as_path())
+                        && f.file_stem()
+                            .and_then(|s| s.to_str())
+                            .is_some_and(|s| matches!(s, "mod" | "lib" | "main"))
+                };
+                let boundary = project_dir(&base);
+                files.extend(
+                    walk(&base, &boundary, false)?
+                        .into_iter()
+                        .filter(|f| !is_root_file(f) && canonical(f) != canonical(path)),
+                );
+            }
+            return Ok(Self {
+                path: path.to_path_buf(),
+                file: Some(path.to_path_buf()),
+                base,
+                files,
+            });
+        }
+        if !path.is_dir() {
+            return Err(ManifestError::Io {
+                path: path.display().to_string(),
+                message: "no such file or directory; run kopgen manifests in a project (it reads src/) or pass --paths".into(),
+            });
+        }
+        let has_lib = path.join("lib.rs").is_file();
+        let files = walk(path, &project_dir(path), has_lib)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file: None,
+            base: path.to_path_buf(),
+            files,
+        })
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The `.rs` files under `root`, sorted (without `main.rs` and `bin/` when `skip_bins`).
+/// Symlinks are followed (walkdir stops at loops), as long as they stay in `boundary`.
+fn walk(root: &Path, boundary: &Path, skip_bins: bool) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in WalkDir::new(root).follow_links(true).sort_by_file_name() {
+        let entry = entry.map_err(|e| {
+            let path = e
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let message = match (e.loop_ancestor(), e.io_error()) {
+                (Some(ancestor), _) => format!(
+                    "a symlink loop (back to {}); remove the link",
+                    ancestor.display()
+                ),
+                (None, Some(io)) if io.kind() == std::io::ErrorKind::NotFound => {
+                    "a symlink to nothing; remove the link or restore its target".into()
+                }
+                _ => e.to_string(),
+            };
+            ManifestError::Io { path, message }
+        })?;
+        let path = entry.path();
+        if entry.path_is_symlink() {
+            let target = std::fs::canonicalize(path).ok();
+            if !target.is_some_and(|t| t.starts_with(boundary)) {
+                return Err(ManifestError::Io {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "a symlink that leads outside the project ({}); kopgen reads only the project's files",
+                        boundary.display()
+                    ),
+                });
+            }
+        }
+        if entry.file_type().is_file()
+            && path.extension().is_some_and(|x| x == "rs")
+            && !(skip_bins && (is_under(root, path, "bin") || path == root.join("main.rs")))
+        {
+            files.push(entry.into_path());
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// The directory a root's symlinks must stay in: its crate's (the nearest `Cargo.toml` above
@@ -168,7 +250,8 @@ pub fn module_of(root: &str, src_root: &Path, file: &Path) -> String {
     let mut module = String::from(root);
     for part in parts {
         module.push_str("::");
-        module.push_str(&part.replace('-', "_"));
+        // As the file is named: `x-y.rs` is no module `mod x_y;` can declare.
+        module.push_str(&part);
     }
     module
 }

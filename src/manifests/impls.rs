@@ -1,6 +1,7 @@
 //! Ties `impl` blocks to the crate's types once every file is indexed (a type's name resolves
 //! only then): `impl Default for T` becomes `T`'s hand-written default, and the functions and
-//! constants of an inherent `impl T` become items reached as `T::name`.
+//! constants of an inherent `impl T` become items reached as `T::name`; a hand-written
+//! `impl JsonSchema for T` is recorded, since kopgen cannot run it.
 
 use super::{
     index::{DefaultImpl, Index, IndexedItem, ItemKind, PendingImpl},
@@ -17,10 +18,6 @@ pub fn link(index: &mut Index) {
         item: imp,
     } in std::mem::take(&mut index.pending_impls)
     {
-        // Generic impls hold items for many types; a spec names one.
-        if !imp.generics.params.is_empty() {
-            continue;
-        }
         let syn::Type::Path(self_ty) = &*imp.self_ty else {
             continue;
         };
@@ -31,12 +28,21 @@ pub fn link(index: &mut Index) {
         let Some(Resolved::Local(ty)) = index.resolve(&module, &segments) else {
             continue;
         };
-        let self_tokens = quote::ToTokens::to_token_stream(&self_ty.path);
         let trait_name = imp
             .trait_
             .as_ref()
             .and_then(|(_, path, _)| path.segments.last())
             .map(|s| s.ident.to_string());
+        if trait_name.as_deref() == Some("JsonSchema") {
+            let span = syn::spanned::Spanned::span(&imp.self_ty);
+            index.schema_impls.insert(ty, (file, span));
+            continue;
+        }
+        // Generic impls hold items for many types; a spec names one.
+        if !imp.generics.params.is_empty() {
+            continue;
+        }
+        let self_tokens = quote::ToTokens::to_token_stream(&self_ty.path);
         for impl_item in imp.items {
             let tokens = replace_self(quote::ToTokens::to_token_stream(&impl_item), &self_tokens);
             let Ok(impl_item) = syn::parse2::<syn::ImplItem>(tokens) else {

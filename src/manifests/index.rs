@@ -9,7 +9,7 @@ use std::{
 
 use syn::{Item, UseTree};
 
-use super::{cfg::Cfg, discover::Source, error::SourceError};
+use super::{cfg::Cfg, discover::Source, error::SourceError, modtree};
 
 /// An item that can carry a schema or be referenced from one.
 #[derive(Debug, Clone)]
@@ -66,6 +66,9 @@ pub struct Index {
     /// Associated functions and constants of inherent `impl T { .. }` blocks: (`T`'s item,
     /// name) → item.
     pub(super) assoc: HashMap<(usize, String), usize>,
+    /// Hand-written `impl JsonSchema for T` blocks, by `T`'s item: (file, where the impl is).
+    /// Such a schema is code kopgen does not run, so the kind is derived by compiling.
+    pub(super) schema_impls: HashMap<usize, (usize, proc_macro2::Span)>,
     /// `impl` blocks read but not yet tied to their type: a type's name resolves only once
     /// every file is in the index (then the `impls` stage ties them).
     pub(super) pending_impls: Vec<PendingImpl>,
@@ -73,6 +76,12 @@ pub struct Index {
     pub merge_calls: Vec<MergeCall>,
     /// `mod name;` declarations at the top of a file, whose file must exist.
     mod_decls: Vec<ModDecl>,
+    /// The items of files that another file `include!`s, by file, until the `include!` is met.
+    included: HashMap<usize, Vec<Item>>,
+    /// Item-level macro calls the index cannot see into.
+    opaque: Vec<modtree::Opaque>,
+    /// The crate's `macro_rules!` whose bodies mention `CustomResource`.
+    kind_macros: Vec<String>,
 }
 
 /// `mod name;` at the top of file `file`.
@@ -123,13 +132,45 @@ impl Index {
             ..Self::default()
         };
         let mut errors = Vec::new();
+        let mut parsed = Vec::with_capacity(sources.len());
         for source in sources {
             match parse_file(&source.path, &source.text) {
-                Ok(parsed) => index.add_file(&source.path, &source.module, parsed),
-                Err(e) => errors.push(e),
+                Ok(mut file) => {
+                    index.cfg.expand_cfg_attrs(&mut file);
+                    parsed.push(Some(file));
+                }
+                Err(e) => {
+                    errors.push(e);
+                    parsed.push(None);
+                }
+            }
+        }
+        index.files = sources.iter().map(|s| s.path.clone()).collect();
+        index.file_modules = sources.iter().map(|s| s.module.clone()).collect();
+        errors.extend(modtree::follow_path_attributes(
+            &index.files,
+            &mut index.file_modules,
+            &parsed,
+            &index.cfg,
+        ));
+        for i in modtree::included_files(&index.files, &parsed) {
+            if let Some(file) = parsed[i].take() {
+                index.included.insert(i, file.items);
+            }
+        }
+        for (i, file) in parsed.into_iter().enumerate() {
+            if let Some(file) = file {
+                index.add_parsed(i, file);
             }
         }
         errors.extend(index.missing_module_files());
+        let opaque = std::mem::take(&mut index.opaque);
+        errors.extend(
+            opaque
+                .iter()
+                .filter(|o| index.is_compiled(&o.module))
+                .filter_map(|o| o.error(&index.files, &index.kind_macros)),
+        );
         if errors.is_empty() {
             Ok(index)
         } else {
@@ -180,20 +221,18 @@ impl Index {
         self.assoc.get(&(ty, name.to_owned())).copied()
     }
 
-    /// Adds a parsed file whose items live in module `module` (e.g. `crate::api`).
-    pub fn add_file(&mut self, path: &Path, module: &str, file: syn::File) {
-        let file_index = self.files.len();
-        self.files.push(path.to_path_buf());
-        self.file_modules.push(module.to_owned());
+    /// Adds parsed file `file` (already in [`Index::files`], with its module).
+    fn add_parsed(&mut self, file_index: usize, file: syn::File) {
+        let module = self.file_modules[file_index].clone();
         let mut calls = MergeCalls {
             cfg: &self.cfg,
-            modules: vec![module.to_owned()],
+            modules: vec![module.clone()],
             file: file_index,
             found: Vec::new(),
         };
         syn::visit::Visit::visit_file(&mut calls, &file);
         self.merge_calls.extend(calls.found);
-        self.add_items(module, file.items, file_index);
+        self.add_items(&module, file.items, file_index);
     }
 
     /// Where item `item`'s name is written, for errors about the item.
@@ -249,6 +288,10 @@ impl Index {
                     });
                     continue;
                 }
+                Item::Macro(m) => {
+                    self.add_macro(module, m, file);
+                    continue;
+                }
                 Item::Mod(m) => {
                     let child = format!("{module}::{}", m.ident);
                     self.module_mut(module).children.push(m.ident.to_string());
@@ -279,6 +322,43 @@ impl Index {
                 kind,
             });
         }
+    }
+
+    /// An item-level macro: `macro_rules!` noted if it could define kinds, `include!` of a
+    /// file kopgen reads spliced in, any other call kept to be judged once the module tree is
+    /// known.
+    fn add_macro(&mut self, module: &str, item: syn::ItemMacro, file: usize) {
+        let mac = &item.mac;
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        if name == "macro_rules" {
+            if let Some(ident) = &item.ident
+                && modtree::mentions_custom_resource(&mac.tokens)
+            {
+                self.kind_macros.push(ident.to_string());
+            }
+            return;
+        }
+        if let Some(target) = &modtree::include_target(mac, &self.files[file]) {
+            let known = modtree::by_path(&self.files);
+            if let Some(items) = known.get(target).and_then(|t| self.included.remove(t)) {
+                let t = known[target];
+                self.add_items(module, items, t);
+                return;
+            }
+        }
+        self.opaque.push(modtree::Opaque {
+            module: module.to_owned(),
+            file,
+            span: syn::spanned::Spanned::span(&mac.path),
+            include: name == "include",
+            mentions: modtree::mentions_custom_resource(&mac.tokens),
+            name,
+        });
     }
 
     /// Whether `module` is compiled into the crate: inside no module declared under a false
@@ -377,6 +457,7 @@ fn item_attrs(item: &Item) -> &[syn::Attribute] {
         Item::Use(i) => &i.attrs,
         Item::Impl(i) => &i.attrs,
         Item::Mod(i) => &i.attrs,
+        Item::Macro(i) => &i.attrs,
         _ => &[],
     }
 }

@@ -277,30 +277,63 @@ fn generated_type(
     None
 }
 
-/// Two kinds whose CRDs would share a name (`<plural>.<group>`) or a file: the API server would
-/// keep one, and kopgen would write one over the other.
+/// CRD names (`<plural>.<group>`) that are not one per kind: versions of one kind that disagree
+/// on the plural (`merge_crds` keeps the storage version's, so the other version's client would
+/// call a URL that does not exist), and two kinds whose versions would share a CRD name or file
+/// (the API server would keep one, and kopgen would write one over the other).
 fn collisions(kinds: &[Kind]) -> Vec<SourceError> {
-    let mut seen: BTreeMap<String, &Kind> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (&Kind, &CustomResource)> = BTreeMap::new();
     let mut errors = Vec::new();
     for kind in kinds {
         let Some(first) = kind.versions.first() else {
             continue;
         };
-        let name = format!("{}.{}", first.plural(), kind.group).to_ascii_lowercase();
-        match seen.get(&name) {
-            Some(earlier) => {
-                let other = earlier.versions.first().map(place).unwrap_or_default();
+        for cr in &kind.versions[1..] {
+            if cr.plural() != first.plural() {
                 errors.push(
-                    at(first)
+                    at(cr)
                         .reworded(format!(
-                            "kinds {} and {} would both be the CRD {name} (the other is at {other})",
-                            earlier.kind, kind.kind
+                            "version {} of {} has the plural `{}` and version {} (at {}) has `{}`: one CRD has one name",
+                            cr.version(),
+                            kind.kind,
+                            cr.plural(),
+                            first.version(),
+                            place(first),
+                            first.plural()
                         ))
-                        .help("give one of them another `plural` (and kind) in #[kube(...)]: a CRD name is `<plural>.<group>`"),
+                        .help("give every version of a kind the same `plural` in #[kube(...)]; a new plural is a new kind"),
                 );
             }
-            None => {
-                seen.insert(name, kind);
+        }
+        let mut names: Vec<(String, &CustomResource)> = kind
+            .versions
+            .iter()
+            .map(|cr| {
+                (
+                    format!("{}.{}", cr.plural(), kind.group).to_ascii_lowercase(),
+                    cr,
+                )
+            })
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        names.dedup_by(|a, b| a.0 == b.0);
+        for (name, cr) in names {
+            match seen.get(&name) {
+                Some((earlier, other)) => {
+                    errors.push(
+                        at(cr)
+                            .reworded(format!(
+                                "kinds {} and {} would both be the CRD {name} (the other is at {})",
+                                earlier.kind,
+                                kind.kind,
+                                place(other)
+                            ))
+                            .help("give one of them another `plural` (and kind) in #[kube(...)]: a CRD name is `<plural>.<group>`"),
+                    );
+                }
+                None => {
+                    seen.insert(name, (kind, cr));
+                }
             }
         }
     }

@@ -24,6 +24,7 @@ pub mod kinds;
 pub mod library;
 pub mod lint;
 pub mod locate;
+pub mod modtree;
 pub mod options;
 pub mod paths;
 pub mod render;

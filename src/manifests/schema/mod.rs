@@ -382,6 +382,7 @@ impl<'a> Builder<'a> {
                  `#[schemars(with = \"serde_json::Value\")]` and `x-kubernetes-preserve-unknown-fields`",
             ));
         }
+        self.implements_schema(file, path.span(), item_index)?;
         self.stack.push(cache_key.clone());
         let result = match item_kind {
             ItemKind::Struct(s) => self.struct_schema(&item_file, &item.module.clone(), s, &env),
@@ -392,6 +393,56 @@ impl<'a> Builder<'a> {
         let schema = result?;
         self.cache.computed(cache_key, &schema);
         Ok(plain(schema))
+    }
+
+    /// Whether the struct or enum `item_index` (used at `span` in `file`) has the schema its
+    /// `#[derive(JsonSchema)]` gives: a type without one would not compile, and a hand-written
+    /// `impl JsonSchema` is code only compiling can run.
+    pub fn implements_schema(
+        &self,
+        file: &Path,
+        span: proc_macro2::Span,
+        item_index: usize,
+    ) -> Result<(), SourceError> {
+        let item = &self.index.items[item_index];
+        let attrs = match self.index.kind(item_index) {
+            ItemKind::Struct(s) => &s.attrs,
+            ItemKind::Enum(e) => &e.attrs,
+            _ => return Ok(()),
+        };
+        if let Some((impl_file, impl_span)) = self.index.schema_impls.get(&item_index) {
+            let start = impl_span.start();
+            return Err(SourceError::at(
+                file,
+                span,
+                format!(
+                    "`{}` implements JsonSchema by hand (at {}:{}), code kopgen does not run",
+                    item.name,
+                    self.index.files[*impl_file].display(),
+                    start.line
+                ),
+            )
+            .help("`--derive=auto` (the default) compiles the crate for this kind; or derive JsonSchema and express the schema with #[schemars(...)] attributes")
+            .unsupported());
+        }
+        // kube's `KubeSchema` derive implements JsonSchema too.
+        if crate::manifests::attrs::derives(attrs, "JsonSchema")
+            || crate::manifests::attrs::derives(attrs, "KubeSchema")
+        {
+            return Ok(());
+        }
+        let start = self.index.ident_span(item_index).start();
+        Err(SourceError::at(
+            file,
+            span,
+            format!(
+                "`{}` (at {}:{}) does not implement JsonSchema, so the crate does not compile",
+                item.name,
+                self.index.file(item).display(),
+                start.line
+            ),
+        )
+        .help("add JsonSchema to its #[derive(...)] (use schemars::JsonSchema;)"))
     }
 
     /// The environment of an item used as `path`: each type parameter of `generics` bound to

@@ -1,0 +1,256 @@
+//! The kinds `kopgen manifests` finds are the kinds rustc compiles: items under a false `cfg`
+//! and files no `mod` declares are not API; `cfg_attr`, `#[path]` and `include!` are followed;
+//! what kopgen cannot see (kinds a macro generates) or cannot run (a hand-written schema) is
+//! an error or compiled, never a CRD left out or guessed; and the same files give the same
+//! CRDs however they are named on the command line.
+
+mod support;
+
+use support::{Session, fails_cleanly_in};
+
+const HEADER: &str =
+    "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n";
+
+/// A custom resource `name` (its spec `<name>Spec`) under the attributes `attrs`.
+fn kind_named(name: &str, attrs: &str) -> String {
+    format!(
+        "{attrs}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"{name}\")]\npub struct {name}Spec {{ pub x: i32 }}\n"
+    )
+}
+
+/// The kinds of the CRDs `args` print, sorted.
+fn kinds(session: &Session, args: &[&str]) -> Vec<String> {
+    let run = session.kopgen(args);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let mut names: Vec<String> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("    kind: "))
+        // A kind named `On` is written `'On'`: kubectl would read it as `true` unquoted.
+        .map(|kind| kind.trim_matches('\'').to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What a case is, the files it writes, and what the error says.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+
+const STATIC: [&str; 4] = ["manifests", "--stdout", "--derive", "static"];
+
+#[test]
+fn code_that_is_not_compiled_gives_no_crd() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n[features]\ndefault = [\"on\"]\non = []\noff = []\n",
+    );
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}pub mod api;\n#[cfg(test)]\nmod tests;\n{}{}{}{}{}",
+            kind_named("Never", "#[cfg(any())]"),
+            kind_named("Test", "#[cfg(test)]"),
+            kind_named("Off", "#[cfg(feature = \"off\")]"),
+            kind_named("On", "#[cfg(feature = \"on\")]"),
+            kind_named("Plain", ""),
+        ),
+    );
+    session.write("src/api.rs", &format!("{HEADER}{}", kind_named("Foo", "")));
+    session.write(
+        "src/tests.rs",
+        &format!("{HEADER}{}", kind_named("Tested", "")),
+    );
+    // Not named by any `mod`: not compiled.
+    session.write(
+        "src/orphan.rs",
+        &format!("{HEADER}{}", kind_named("Orphan", "")),
+    );
+    assert_eq!(kinds(&session, &STATIC), ["Foo", "On", "Plain"]);
+    let mut with_off = STATIC.to_vec();
+    with_off.extend(["--features", "off"]);
+    assert_eq!(kinds(&session, &with_off), ["Foo", "Off", "On", "Plain"]);
+}
+
+/// `cfg_attr` is expanded before derives are read, `#[path]` modules and `include!`d files
+/// are followed to the files rustc reads.
+#[test]
+fn cfg_attr_path_and_include_are_followed() {
+    let session = Session::new();
+    let cfg_attr = "#[cfg_attr(all(), derive(CustomResource), kube(group = \"a.example.com\", version = \"v1\", kind = \"Gated\"))]\n\
+         #[cfg_attr(test, kube(plural = \"wrong\"))]\n\
+         #[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+         pub struct GatedSpec { #[cfg_attr(not(test), serde(rename = \"renamed\"))] pub x: i32 }\n";
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}#[path = \"kinds/odd-name.rs\"]\npub mod odd;\ninclude!(\"included.rs\");\n{cfg_attr}"
+        ),
+    );
+    session.write(
+        "src/kinds/odd-name.rs",
+        &format!("{HEADER}{}", kind_named("Odd", "")),
+    );
+    session.write("src/included.rs", &kind_named("Included", ""));
+    assert_eq!(kinds(&session, &STATIC), ["Gated", "Included", "Odd"]);
+    let run = session.kopgen(&STATIC);
+    assert!(
+        run.stdout.contains("renamed:") && run.stdout.contains("plural: gateds"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// What kopgen cannot see is a located error, under `static` and `auto` alike, and nothing
+/// is written.
+#[test]
+fn kinds_hidden_from_the_source_reader_are_errors() {
+    let cases: [Case; 5] = [
+        (
+            "a macro_rules! that generates a kind",
+            &[(
+                "src/lib.rs",
+                "macro_rules! kind { ($n:ident) => { #[derive(kube::CustomResource)] pub struct $n; } }\nkind!(FooSpec);\n",
+            )],
+            "src/lib.rs:2:1: the custom resources that `kind!` generates are invisible to kopgen",
+        ),
+        (
+            "another crate's macro given a derive",
+            &[(
+                "src/lib.rs",
+                "other::kinds! { #[derive(CustomResource)] pub struct FooSpec; }\n",
+            )],
+            "src/lib.rs:1:1: the custom resources that `kinds!` generates",
+        ),
+        (
+            "include! of a generated file",
+            &[(
+                "src/lib.rs",
+                "include!(concat!(env!(\"OUT_DIR\"), \"/kinds.rs\"));\n",
+            )],
+            "src/lib.rs:1:1: kopgen cannot see the items this `include!` brings in",
+        ),
+        (
+            "#[path] out of the files read",
+            &[(
+                "src/lib.rs",
+                "#[path = \"../elsewhere/kinds.rs\"]\npub mod kinds;\n",
+            )],
+            "src/lib.rs:1:10: `#[path]` names elsewhere/kinds.rs, which is not among the files kopgen reads",
+        ),
+        (
+            // rustc looks for `x_y.rs`: a file named `x-y.rs` is no module.
+            "a module whose file name is not its name",
+            &[
+                ("src/lib.rs", "pub mod x_y;\n"),
+                (
+                    "src/x-y.rs",
+                    &*Box::leak(format!("{HEADER}{}", kind_named("Xy", "")).into_boxed_str()),
+                ),
+            ],
+            "src/lib.rs:1:9: file not found for module `x_y`",
+        ),
+    ];
+    for (what, files, needle) in cases {
+        for derive in ["static", "auto"] {
+            let session = Session::new();
+            for (path, text) in files {
+                session.write(path, text);
+            }
+            let stderr = fails_cleanly_in(
+                session.path(),
+                &[
+                    "manifests",
+                    "--paths",
+                    "src",
+                    "--output-dir",
+                    "out",
+                    "--derive",
+                    derive,
+                ],
+            );
+            assert!(stderr.contains(needle), "{what} ({derive}): {stderr}");
+        }
+    }
+}
+
+/// A type without `JsonSchema` would not compile: an error, never a CRD.
+#[test]
+fn a_schema_rustc_would_refuse_is_an_error() {
+    let session = Session::new();
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"a.example.com\", version = \"v1\", kind = \"Foo\")]\n\
+             pub struct FooSpec {{ pub mode: Mode }}\n\
+             #[derive(Deserialize, Serialize, Clone, Debug)]\n\
+             pub enum Mode {{ A, B }}\n"
+        ),
+    );
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("src/lib.rs:6:32: `Mode` (at src/lib.rs:8) does not implement JsonSchema"),
+        "{stderr}"
+    );
+    // The spec itself too.
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}#[derive(CustomResource, Deserialize, Serialize, Clone, Debug)]\n\
+             #[kube(group = \"a.example.com\", version = \"v1\", kind = \"Foo\")]\n\
+             pub struct FooSpec {{ pub x: i32 }}\n"
+        ),
+    );
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert!(
+        stderr.contains("`FooSpec` (at src/lib.rs:6) does not implement JsonSchema"),
+        "{stderr}"
+    );
+}
+
+/// A root file's `mod` declarations are followed as rustc would, and a file reached from
+/// another root adds nothing: the same files give the same bytes however they are named.
+#[test]
+fn the_same_files_give_the_same_crds_however_they_are_named() {
+    let session = Session::new();
+    session.write(
+        "blog/mod.rs",
+        "pub mod v1;\npub mod v1alpha1;\npub fn crds() -> kube::core::crd::v1::CustomResourceDefinition {\n    kube::core::crd::merge_crds(vec![v1alpha1::Blog::crd(), v1::Blog::crd()], \"v1\").unwrap()\n}\n",
+    );
+    for version in ["v1", "v1alpha1"] {
+        session.write(
+            &format!("blog/{version}.rs"),
+            &format!(
+                "{HEADER}#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"{version}\", kind = \"Blog\")]\npub struct BlogSpec {{ pub x: i32 }}\n"
+            ),
+        );
+    }
+    let print = |paths: &[&str]| {
+        let mut args = STATIC.to_vec();
+        for path in paths {
+            args.extend(["--paths", path]);
+        }
+        let run = session.kopgen(&args);
+        assert_eq!(run.status, 0, "{paths:?}: {}", run.stderr);
+        run.stdout
+    };
+    let whole = print(&["blog"]);
+    assert_eq!(whole.matches("kind: CustomResourceDefinition").count(), 1);
+    assert!(whole.contains("- name: v1\n") && whole.contains("- name: v1alpha1\n"));
+    for paths in [
+        &["blog/mod.rs"][..],
+        &["blog/mod.rs", "blog/v1alpha1.rs", "blog/v1.rs"],
+        &["blog/v1.rs", "blog/mod.rs"],
+        &["blog", "blog/v1.rs"],
+        &["blog/mod.rs", "./blog/mod.rs"],
+    ] {
+        assert_eq!(print(paths), whole, "{paths:?}");
+    }
+}
