@@ -44,7 +44,8 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
         })
         .map(|(_, r)| r)
         .collect();
-    let mut out = Vec::new();
+    let mut out: Vec<Source> = Vec::new();
+    let mut total: u64 = 0;
     for root in &kept {
         let label = if kept.len() == 1 {
             "crate".to_owned()
@@ -57,7 +58,17 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
             } else {
                 module_of(&label, &root.base, file)
             };
-            out.push(read(file, module)?);
+            let source = read(file, module)?;
+            total += source.text.len() as u64;
+            if total > MAX_TOTAL_SOURCE_BYTES {
+                return Err(ManifestError::Io {
+                    path: file.display().to_string(),
+                    message: format!(
+                        "the sources read reach {total} bytes here, over kopgen's limit of {MAX_TOTAL_SOURCE_BYTES} bytes for one run; pass only the API's files with --paths"
+                    ),
+                });
+            }
+            out.push(source);
         }
     }
     Ok(out)
@@ -196,6 +207,10 @@ fn is_under(root: &Path, path: &Path, dir: &str) -> bool {
 /// The largest source file kopgen reads: far beyond any hand-written module (the largest
 /// files of k8s-openapi are under 200 KiB), and small enough that parsing it stays quick.
 pub const MAX_SOURCE_BYTES: u64 = 8 << 20;
+
+/// The most source one run reads: memory grows with the input (syn's tree is tens of times
+/// the text), so the bound is per run, not only per file.
+pub const MAX_TOTAL_SOURCE_BYTES: u64 = 24 << 20;
 
 fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
     let io = |message: String| ManifestError::Io {

@@ -82,7 +82,12 @@ pub struct Index {
     opaque: Vec<modtree::Opaque>,
     /// The crate's `macro_rules!` whose bodies mention `CustomResource`.
     kind_macros: Vec<String>,
+    /// Modules nested deeper than [`MAX_MODULE_DEPTH`].
+    depth_errors: Vec<SourceError>,
 }
+
+/// The deepest module path kopgen reads (`crate::a::b::..`): far beyond any real crate.
+pub const MAX_MODULE_DEPTH: usize = 64;
 
 /// `mod name;` at the top of file `file`.
 #[derive(Debug)]
@@ -164,6 +169,7 @@ impl Index {
             }
         }
         errors.extend(index.missing_module_files());
+        errors.extend(std::mem::take(&mut index.depth_errors));
         let opaque = std::mem::take(&mut index.opaque);
         errors.extend(
             opaque
@@ -296,6 +302,21 @@ impl Index {
                     let child = format!("{module}::{}", m.ident);
                     self.module_mut(module).children.push(m.ident.to_string());
                     if let Some((_, inner)) = m.content {
+                        // Each level's path holds the levels above it: without a bound, memory
+                        // would grow with the square of the nesting.
+                        if child.matches("::").count() > MAX_MODULE_DEPTH {
+                            self.depth_errors.push(
+                                SourceError::at(
+                                    &self.files[file],
+                                    m.ident.span(),
+                                    format!(
+                                        "modules nest more than {MAX_MODULE_DEPTH} levels deep"
+                                    ),
+                                )
+                                .help("flatten the module tree; no API needs this depth"),
+                            );
+                            continue;
+                        }
                         self.add_items(&child, inner, file);
                     } else {
                         if self.file_modules.get(file).is_some_and(|m| m == module)
@@ -477,6 +498,10 @@ impl<'ast> syn::visit::Visit<'ast> for MergeCalls<'_> {
             return;
         }
         if let Item::Mod(m) = item {
+            // Deeper modules are an error of the index; their paths would cost the square.
+            if self.modules.len() > MAX_MODULE_DEPTH {
+                return;
+            }
             let parent = self.modules.last().cloned().unwrap_or_default();
             self.modules.push(format!("{parent}::{}", m.ident));
             syn::visit::visit_item_mod(self, m);

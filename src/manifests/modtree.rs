@@ -125,6 +125,8 @@ fn path_decls(
                     out.push((inline.to_vec(), m.ident.to_string(), path));
                 }
             }
+            // Deeper modules are an error of the index; their paths would cost the square.
+            Some(_) if inline.len() >= super::index::MAX_MODULE_DEPTH => {}
             Some((_, inner)) => {
                 let mut nested = inline.to_vec();
                 nested.push(m.ident.to_string());

@@ -121,6 +121,11 @@ impl Folder<'_> {
         {
             return self.type_default(&item_file, &module, ty);
         }
+        if let syn::ReturnType::Type(_, ty) = &f.sig.output
+            && let Some(value) = self.collected(&item_file, &module, expr, ty)
+        {
+            return value;
+        }
         self.expr(&item_file, &module, expr)
     }
 
@@ -163,10 +168,20 @@ impl Folder<'_> {
                 .expr
                 .as_ref()
                 .map_or(Ok(Value::Null), |e| self.expr(file, module, e)),
-            Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
-                "to_string" | "to_owned" | "into" | "clone" => self.expr(file, module, &m.receiver),
-                _ => Err(unfoldable()),
-            },
+            Expr::MethodCall(m) => {
+                if let Some(value) = self.iterator_step(file, module, m) {
+                    return value;
+                }
+                match (m.method.to_string().as_str(), m.args.is_empty()) {
+                    ("to_string" | "to_owned" | "into" | "clone", true) => {
+                        self.expr(file, module, &m.receiver)
+                    }
+                    _ => Err(unfoldable()),
+                }
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                self.expr(file, module, &u.expr)
+            }
             Expr::Cast(c) => {
                 let value = self.expr(file, module, &c.expr)?;
                 let Type::Path(target) = &*c.ty else {

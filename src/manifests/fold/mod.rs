@@ -7,6 +7,7 @@
 
 pub mod cel;
 mod expr;
+mod iter;
 pub mod transform_fn;
 mod types;
 mod values;
@@ -28,7 +29,7 @@ use super::{
 use values::*;
 
 const HELP: &str = "kopgen folds literals, `String::from`, `.into()`, `.to_string()`, `Some(..)`, `vec![..]`, arrays, tuples, \
-                    `BTreeMap::from([..])` and other std collections, `u32::MAX`, constants, struct and enum literals, \
+                    `BTreeMap::from([..])` and other std collections, `.iter().map(|s| s.to_string()).collect()` over them, `u32::MAX`, constants, struct and enum literals, \
                     k8s-openapi struct literals with `..Default::default()`, std defaults and `Default` (derived, or an \
                     `impl Default` whose body is one such expression) of this crate's types; make the default one of those";
 
