@@ -14,6 +14,7 @@ pub mod markers;
 pub mod names;
 pub mod project;
 pub mod rbac;
+pub mod regular_file;
 pub mod runtime_crate;
 pub mod rustfmt;
 pub mod scaffold;

@@ -62,7 +62,8 @@ pub enum NameError {
     CrdName(String),
     #[error(
         "invalid owner {0:?}: the copyright holder goes into a comment line of every file, so it must be one line of \
-         printable text without control characters, at most 200 characters (e.g. \"Example Corp\")"
+         printable text without control characters or invisible bidirectional and zero-width formatting (which can \
+         make a file read differently than it compiles), at most 200 characters (e.g. \"Example Corp\")"
     )]
     Owner(String),
 }
@@ -97,11 +98,24 @@ pub fn validate_crd_name(plural: &str, full_group: &str) -> Result<(), NameError
 
 /// The copyright holder written into each file's header comment: one printable line.
 pub fn validate_owner(owner: &str) -> Result<(), NameError> {
-    if owner.chars().count() <= 200 && !owner.chars().any(char::is_control) {
+    if owner.chars().count() <= 200
+        && !owner
+            .chars()
+            .any(|c| c.is_control() || is_invisible_format(c))
+    {
         Ok(())
     } else {
         Err(NameError::Owner(owner.to_owned()))
     }
+}
+
+/// Bidirectional overrides and isolates (the "Trojan Source" characters), marks, zero-width
+/// characters and the byte-order mark: text that displays differently from what it is.
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}'
+    )
 }
 
 pub fn validate_domain(domain: &str) -> Result<(), NameError> {

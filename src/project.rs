@@ -136,7 +136,7 @@ impl Resource {
 impl Project {
     pub fn load(root: &Path) -> Result<Self, ProjectError> {
         let path = root.join(PROJECT_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::regular_file::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ProjectError::NotAProject(root.display().to_string()));

@@ -401,6 +401,26 @@ fn bad_flags_are_errors_and_change_nothing() {
                 "init".into(),
                 "--path".into(),
                 "x".into(),
+                "--owner".into(),
+                "Evil\u{202E}Corp".into(),
+            ],
+            "invalid owner",
+        ),
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
+                "--owner".into(),
+                "Zero\u{200B}Width".into(),
+            ],
+            "invalid owner",
+        ),
+        (
+            vec![
+                "init".into(),
+                "--path".into(),
+                "x".into(),
                 "--domain".into(),
                 format!("{}.com", "a".repeat(250)),
             ],

@@ -143,7 +143,7 @@ impl ChangeSet {
             return Ok((change.kind != ChangeKind::Delete).then(|| change.contents.clone()));
         }
         let full = self.root.join(path);
-        match fs::read_to_string(&full) {
+        match crate::regular_file::read_to_string(&full) {
             Ok(text) => Ok(Some(text)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(ChangeError::Read { path: full, error }),
@@ -174,7 +174,7 @@ impl ChangeSet {
                 if change.kind == ChangeKind::Create {
                     return Some((change, None));
                 }
-                let old = fs::read_to_string(self.root.join(&change.path));
+                let old = crate::regular_file::read_to_string(&self.root.join(&change.path));
                 if change.kind == ChangeKind::Delete {
                     return Some((change, old.ok()));
                 }

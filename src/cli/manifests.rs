@@ -180,7 +180,13 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         );
     }
     // In a kopgen project, RBAC markers become config/rbac/role.yaml.
-    let project = crate::project::Project::load(&root).ok();
+    // A PROJECT that does not parse is an error, never "up to date" for a project whose roles
+    // and webhooks were silently left out.
+    let project = match crate::project::Project::load(&root) {
+        Ok(project) => Some(project),
+        Err(crate::project::ProjectError::NotAProject(_)) => None,
+        Err(e) => return Err(anyhow::Error::new(e).context("kopgen manifests")),
+    };
     let role = match &project {
         Some(project) => {
             let rules = crate::rbac::collect(&sources).context("kopgen manifests")?;

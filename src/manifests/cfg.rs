@@ -18,7 +18,7 @@ impl Cfg {
     /// feature with the features it enables.
     pub fn new(manifest: Option<&Path>, extra: &[String]) -> Self {
         let table = manifest
-            .and_then(|m| std::fs::read_to_string(m).ok())
+            .and_then(|m| crate::regular_file::read_to_string(m).ok())
             .and_then(|text| text.parse::<toml::Table>().ok());
         let declared = table
             .as_ref()

@@ -38,10 +38,11 @@ pub struct Crate {
 impl Crate {
     /// The crate of `manifest`, with `features` on; it must have a library target.
     pub fn open(manifest: &Path, features: &[String]) -> Result<Self, CompileError> {
-        let text = std::fs::read_to_string(manifest).map_err(|e| CompileError::Manifest {
-            manifest: manifest.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::regular_file::read_to_string(manifest).map_err(|e| CompileError::Manifest {
+                manifest: manifest.to_path_buf(),
+                message: e.to_string(),
+            })?;
         let toml: toml::Table =
             text.parse()
                 .map_err(|e: toml::de::Error| CompileError::Manifest {

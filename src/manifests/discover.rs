@@ -217,9 +217,14 @@ fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
         path: path.display().to_string(),
         message,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| io(e.to_string()))?
-        .len();
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io(
+            "not a regular file (a FIFO, socket or device); kopgen reads Rust source files only"
+                .into(),
+        ));
+    }
+    let size = meta.len();
     if size > MAX_SOURCE_BYTES {
         return Err(io(format!(
             "{size} bytes, over kopgen's limit of {MAX_SOURCE_BYTES} bytes for a source file; split the module"

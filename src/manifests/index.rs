@@ -204,7 +204,7 @@ impl Index {
             let Some(dir) = dir else { continue };
             let flat = dir.join(format!("{}.rs", decl.name));
             let nested = dir.join(&decl.name).join("mod.rs");
-            if !flat.exists() && !nested.exists() {
+            if !flat.is_file() && !nested.is_file() {
                 errors.push(
                     SourceError::at(
                         file,

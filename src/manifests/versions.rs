@@ -58,12 +58,12 @@ pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
         .find(|lock| lock.is_file());
     let (file, versions) = match lock {
         Some(lock) => {
-            let text = std::fs::read_to_string(&lock).unwrap_or_default();
+            let text = crate::regular_file::read_to_string(&lock).unwrap_or_default();
             let versions = locked_versions(&text);
             (lock, versions)
         }
         None => {
-            let text = std::fs::read_to_string(manifest).unwrap_or_default();
+            let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
             (manifest.to_path_buf(), required_versions(&text))
         }
     };

@@ -494,7 +494,7 @@ fn check_conversion(options: &WebhookOptions, project: &Project) -> Result<(), W
         )
     };
     let is_storage = |version: &str| {
-        std::fs::read_to_string(options.path.join(types(version)))
+        crate::regular_file::read_to_string(&options.path.join(types(version)))
             .is_ok_and(|text| !text.contains("storage = false"))
     };
     if !is_storage(&options.version) {

@@ -144,7 +144,7 @@ pub fn plan(options: &UpgradeOptions) -> Result<Upgrade, UpgradeError> {
         if derived(path) || user_owned(path) {
             continue;
         }
-        let ours = std::fs::read(root.join(path)).ok();
+        let ours = crate::regular_file::read(&root.join(path)).ok();
         let ours = match ours.map(String::from_utf8) {
             // Not text: the user's, whatever kopgen wrote there.
             Some(Err(_)) => continue,
@@ -223,7 +223,7 @@ fn has_finalizer(root: &Path, resource: &Resource) -> bool {
         names::module_name(group),
         names::module_name(&resource.kind)
     ));
-    std::fs::read_to_string(file).is_ok_and(|text| {
+    crate::regular_file::read_to_string(&file).is_ok_and(|text| {
         text.lines().any(|line| {
             line.trim_start()
                 .starts_with("const FINALIZER: Option<&'static str> = Some(")
