@@ -78,16 +78,22 @@ impl Crate {
 
     /// Where cargo builds: `CARGO_TARGET_DIR`, else the crate's (or its workspace's) `target/`.
     fn target_dir(&self) -> PathBuf {
-        if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-            return PathBuf::from(dir);
-        }
-        let workspace = self
-            .dir()
-            .ancestors()
-            .find(|d| d.join("Cargo.lock").is_file())
-            .unwrap_or(self.dir());
-        workspace.join("target")
+        target_dir_for(std::env::var_os("CARGO_TARGET_DIR"), self.dir())
     }
+}
+
+/// The target directory for a crate in `dir`, given `CARGO_TARGET_DIR`. An empty value is
+/// unset (as cargo reads it): taken at its word it would put the program in the working
+/// directory.
+fn target_dir_for(env: Option<std::ffi::OsString>, dir: &Path) -> PathBuf {
+    if let Some(env) = env.filter(|d| !d.is_empty()) {
+        return PathBuf::from(env);
+    }
+    let workspace = dir
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .unwrap_or(dir);
+    workspace.join("target")
 }
 
 /// One kind to print: the Rust paths of its versions' generated types (`user::api::v1::Blog`),
@@ -386,5 +392,27 @@ mod tests {
         assert!(main.contains(
             "merge_crds(vec![user_crate::v1::Foo::crd(), user_crate::v2::Foo::crd()], \"v1\")"
         ));
+    }
+}
+
+#[cfg(test)]
+mod target_dir_tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_cargo_target_dir_is_unset() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("Cargo.lock"), "").expect("lock");
+        let krate = dir.path().join("member");
+        std::fs::create_dir(&krate).expect("mkdir");
+        assert_eq!(
+            target_dir_for(Some("".into()), &krate),
+            dir.path().join("target")
+        );
+        assert_eq!(target_dir_for(None, &krate), dir.path().join("target"));
+        assert_eq!(
+            target_dir_for(Some("/t".into()), &krate),
+            PathBuf::from("/t")
+        );
     }
 }
