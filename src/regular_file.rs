@@ -8,37 +8,61 @@ use std::{io, path::Path};
 /// manifests, kustomizations, Cargo files): far beyond any real one.
 pub const MAX_BYTES: u64 = 16 << 20;
 
-/// The bytes of the regular file at `path`.
-pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a directory, FIFO, socket or device); replace it with a file",
-        ));
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{} bytes, over kopgen's limit of {MAX_BYTES} bytes for this file",
-                meta.len()
+/// Why [`read_at_most`] read nothing, for callers that word it their own way.
+#[derive(Debug)]
+pub enum ReadError {
+    /// A directory, FIFO, socket or device.
+    NotRegular,
+    /// Over the limit (`size` as the file system gave it, or the limit if it grew while read).
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
+    Io(io::Error),
+}
+
+impl From<ReadError> for io::Error {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::NotRegular => io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a directory, FIFO, socket or device); replace it with a file",
             ),
-        ));
+            ReadError::TooLarge { size, limit } => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{size} bytes, over kopgen's limit of {limit} bytes for this file"),
+            ),
+            ReadError::Io(e) => e,
+        }
+    }
+}
+
+/// The bytes of the regular file at `path`, if it holds at most `limit` of them.
+pub fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = std::fs::metadata(path).map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular);
+    }
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            limit,
+        });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     // The file may have grown since: never read past the limit.
-    io::Read::read_to_end(
-        &mut io::Read::take(std::fs::File::open(path)?, MAX_BYTES + 1),
-        &mut bytes,
-    )?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("over kopgen's limit of {MAX_BYTES} bytes for this file"),
-        ));
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    io::Read::read_to_end(&mut io::Read::take(file, limit + 1), &mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge { size: limit, limit });
     }
     Ok(bytes)
+}
+
+/// The bytes of the regular file at `path` (at most [`MAX_BYTES`]).
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    Ok(read_at_most(path, MAX_BYTES)?)
 }
 
 /// The text of the regular file at `path` (UTF-8).

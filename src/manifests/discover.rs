@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
+use crate::regular_file::ReadError;
+
 use super::error::ManifestError;
 
 #[derive(Debug, Clone)]
@@ -109,10 +111,11 @@ impl Root {
                             .is_some_and(|s| matches!(s, "mod" | "lib" | "main"))
                 };
                 let boundary = project_dir(&base);
+                let root_file = canonical(path);
                 files.extend(
                     walk(&base, &boundary, false)?
                         .into_iter()
-                        .filter(|f| !is_root_file(f) && canonical(f) != canonical(path)),
+                        .filter(|f| !is_root_file(f) && canonical(f) != root_file),
                 );
             }
             return Ok(Self {
@@ -217,20 +220,16 @@ fn read(path: &Path, module: String) -> Result<Source, ManifestError> {
         path: path.display().to_string(),
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(io(
+    let bytes = crate::regular_file::read_at_most(path, MAX_SOURCE_BYTES).map_err(|e| match e {
+        ReadError::NotRegular => io(
             "not a regular file (a FIFO, socket or device); kopgen reads Rust source files only"
                 .into(),
-        ));
-    }
-    let size = meta.len();
-    if size > MAX_SOURCE_BYTES {
-        return Err(io(format!(
+        ),
+        ReadError::TooLarge { size, .. } => io(format!(
             "{size} bytes, over kopgen's limit of {MAX_SOURCE_BYTES} bytes for a source file; split the module"
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+        )),
+        ReadError::Io(e) => io(e.to_string()),
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         // Where the first invalid byte is, as rustc would report it.
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];

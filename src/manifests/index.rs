@@ -82,6 +82,8 @@ pub struct Index {
     opaque: Vec<modtree::Opaque>,
     /// The crate's `macro_rules!` whose bodies mention `CustomResource`.
     kind_macros: Vec<String>,
+    /// Every file read, by normalized path (see [`modtree::by_path`]).
+    by_path: HashMap<PathBuf, usize>,
     /// Modules nested deeper than [`MAX_MODULE_DEPTH`].
     depth_errors: Vec<SourceError>,
 }
@@ -152,13 +154,15 @@ impl Index {
         }
         index.files = sources.iter().map(|s| s.path.clone()).collect();
         index.file_modules = sources.iter().map(|s| s.module.clone()).collect();
+        index.by_path = modtree::by_path(&index.files);
         errors.extend(modtree::follow_path_attributes(
             &index.files,
+            &index.by_path,
             &mut index.file_modules,
             &parsed,
             &index.cfg,
         ));
-        for i in modtree::included_files(&index.files, &parsed) {
+        for i in modtree::included_files(&index.files, &index.by_path, &parsed) {
             if let Some(file) = parsed[i].take() {
                 index.included.insert(i, file.items);
             }
@@ -364,13 +368,13 @@ impl Index {
             }
             return;
         }
-        if let Some(target) = &modtree::include_target(mac, &self.files[file]) {
-            let known = modtree::by_path(&self.files);
-            if let Some(items) = known.get(target).and_then(|t| self.included.remove(t)) {
-                let t = known[target];
-                self.add_items(module, items, t);
-                return;
-            }
+        if let Some(&t) = modtree::include_target(mac, &self.files[file])
+            .as_ref()
+            .and_then(|target| self.by_path.get(target))
+            && let Some(items) = self.included.remove(&t)
+        {
+            self.add_items(module, items, t);
+            return;
         }
         self.opaque.push(modtree::Opaque {
             module: module.to_owned(),

@@ -59,11 +59,11 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<(String, Span)> {
 /// kopgen does not read is an error: the module's kinds would be missing.
 pub fn follow_path_attributes(
     files: &[PathBuf],
+    known: &HashMap<PathBuf, usize>,
     modules: &mut [String],
     parsed: &[Option<syn::File>],
     cfg: &Cfg,
 ) -> Vec<SourceError> {
-    let known = by_path(files);
     let mut errors = Vec::new();
     for (i, file) in parsed.iter().enumerate() {
         let Some(file) = file else { continue };
@@ -149,8 +149,11 @@ pub fn include_target(mac: &syn::Macro, from: &Path) -> Option<PathBuf> {
 
 /// Every file some other file `include!`s (by index): its items belong to the including
 /// module, not to a module of its own.
-pub fn included_files(files: &[PathBuf], parsed: &[Option<syn::File>]) -> Vec<usize> {
-    let known = by_path(files);
+pub fn included_files(
+    files: &[PathBuf],
+    known: &HashMap<PathBuf, usize>,
+    parsed: &[Option<syn::File>],
+) -> Vec<usize> {
     let mut found = Vec::new();
     for (i, file) in parsed.iter().enumerate() {
         let Some(file) = file else { continue };

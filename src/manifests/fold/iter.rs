@@ -22,16 +22,11 @@ impl Folder<'_> {
         m: &syn::ExprMethodCall,
     ) -> Option<Result<Value, SourceError>> {
         let method = m.method.to_string();
-        let sequence = |folder: &Self| -> Result<Vec<Value>, SourceError> {
-            match folder.expr(file, module, &m.receiver)? {
-                Value::Array(items) => Ok(items),
-                _ => Err(unfoldable_at(file, m.receiver.span())),
-            }
-        };
+        let sequence = || self.sequence(file, module, &m.receiver);
         match (method.as_str(), m.args.len()) {
-            (name, 0) if PASS_THROUGH.contains(&name) => Some(sequence(self).map(Value::Array)),
-            ("collect", 0) if turbofish_is_vec(m) => Some(sequence(self).map(Value::Array)),
-            ("map", 1) => Some(sequence(self).and_then(|items| {
+            (name, 0) if PASS_THROUGH.contains(&name) => Some(sequence().map(Value::Array)),
+            ("collect", 0) if turbofish_is_vec(m) => Some(sequence().map(Value::Array)),
+            ("map", 1) => Some(sequence().and_then(|items| {
                 items
                     .into_iter()
                     .map(|item| self.apply(file, module, &m.args[0], item))
@@ -62,11 +57,15 @@ impl Folder<'_> {
         if !matches!(last.as_str(), "Vec" | "VecDeque" | "LinkedList") {
             return None;
         }
-        Some(match self.expr(file, module, &m.receiver) {
-            Ok(Value::Array(items)) => Ok(Value::Array(items)),
-            Ok(_) => Err(unfoldable_at(file, m.receiver.span())),
-            Err(e) => Err(e),
-        })
+        Some(self.sequence(file, module, &m.receiver).map(Value::Array))
+    }
+
+    /// The items of `expr`, which must fold to a sequence.
+    fn sequence(&self, file: &Path, module: &str, expr: &Expr) -> Result<Vec<Value>, SourceError> {
+        match self.expr(file, module, expr)? {
+            Value::Array(items) => Ok(items),
+            _ => Err(unfoldable_at(file, expr.span())),
+        }
     }
 
     /// `f(item)` for the function or one-argument closure `f` given to `.map(..)`: the closure's
