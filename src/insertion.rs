@@ -7,6 +7,8 @@
 
 use thiserror::Error;
 
+use crate::markers::LineStart;
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum InsertionError {
     #[error(
@@ -43,8 +45,13 @@ pub fn insert_at_marker(
     placement: Placement,
 ) -> Result<String, InsertionError> {
     let index = marker_line(file, contents, marker)?;
-    let existing: Vec<&str> = contents.lines().map(str::trim).collect();
     let all_lines: Vec<&str> = contents.lines().collect();
+    let kinds = line_kinds(file, contents, all_lines.len());
+    // A line is already there when code says it: text inside a comment or string is not.
+    let existing: Vec<&str> = (all_lines.iter().zip(&kinds))
+        .filter(|(_, kind)| **kind != LineKind::Other)
+        .map(|(line, _)| line.trim())
+        .collect();
     let marker_line = all_lines[index];
     let indent = &marker_line[..marker_line.len() - marker_line.trim_start().len()];
     let new_lines: Vec<String> = lines
@@ -61,17 +68,32 @@ pub fn insert_at_marker(
             out.splice(index..index, new_lines);
         }
         Placement::Sorted => {
-            let block_start = all_lines[..index]
-                .iter()
-                .rposition(|line| {
-                    let t = line.trim();
-                    t.is_empty() || t.starts_with("//") || t.starts_with('#')
-                })
-                .map_or(0, |i| i + 1);
-            let mut block: Vec<String> = out.drain(block_start..index).collect();
-            block.extend(new_lines);
-            block.sort_by(|a, b| version_cmp(a.trim(), b.trim()));
-            out.splice(block_start..block_start, block);
+            let block_start = (0..index)
+                .rev()
+                .take_while(|&i| kinds[i] != LineKind::Other && !is_macro_use(all_lines[i]))
+                .last()
+                .unwrap_or(index);
+            // Each item with the attributes and doc comments above it, as rustfmt moves them;
+            // attributes with no item below them (before the marker) stay last, on what
+            // follows the marker.
+            let mut units: Vec<Vec<String>> = Vec::new();
+            let mut pending: Vec<String> = Vec::new();
+            for (line, kind) in out
+                .drain(block_start..index)
+                .zip(&kinds[block_start..index])
+            {
+                pending.push(line);
+                if *kind == LineKind::Item {
+                    units.push(std::mem::take(&mut pending));
+                }
+            }
+            units.extend(new_lines.into_iter().map(|line| vec![line]));
+            let key = |unit: &Vec<String>| unit.last().map(|l| l.trim().to_owned());
+            units.sort_by(|a, b| {
+                version_cmp(&key(a).unwrap_or_default(), &key(b).unwrap_or_default())
+            });
+            units.push(pending);
+            out.splice(block_start..block_start, units.into_iter().flatten());
         }
     }
     // `lines()` drops a `\r` before each `\n`: a file with CRLF line endings keeps them.
@@ -87,6 +109,58 @@ pub fn insert_at_marker(
     Ok(text)
 }
 
+/// What a line is to the sorted insertion: an item, what belongs to the item below it (an
+/// attribute, a doc comment), or anything else (a blank line, a comment, the inside of a block
+/// comment or string), which ends the run of items above a marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    Item,
+    Attached,
+    Other,
+}
+
+/// The kind of each of the `count` lines of `contents`: read as Rust in a `.rs` file; elsewhere
+/// a line starting with `#` or `//` is a comment.
+fn line_kinds(file: &str, contents: &str, count: usize) -> Vec<LineKind> {
+    let starts = file
+        .ends_with(".rs")
+        .then(|| crate::markers::line_starts(contents));
+    contents
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let t = line.trim();
+            let code = match &starts {
+                Some(starts) => match starts.get(i) {
+                    Some(LineStart::Code) => true,
+                    Some(LineStart::LineComment) if is_doc_comment(t) => {
+                        return LineKind::Attached;
+                    }
+                    _ => false,
+                },
+                None => !(t.is_empty() || t.starts_with("//") || t.starts_with('#')),
+            };
+            match (code, t.starts_with("#[")) {
+                (false, _) => LineKind::Other,
+                (true, true) => LineKind::Attached,
+                (true, false) => LineKind::Item,
+            }
+        })
+        .chain(std::iter::repeat(LineKind::Other))
+        .take(count)
+        .collect()
+}
+
+/// `///` (not `////`): the outer doc comment of the item below.
+fn is_doc_comment(trimmed: &str) -> bool {
+    trimmed.starts_with("///") && !trimmed.starts_with("////")
+}
+
+/// rustfmt does not reorder a module with `#[macro_use]`: it ends the run.
+fn is_macro_use(line: &str) -> bool {
+    line.trim_start().starts_with("#[macro_use")
+}
+
 /// Returns `contents` without `lines` where they stand above the line containing `marker` (in
 /// the run of lines a command inserts into there): what [`insert_at_marker`] added, taken out
 /// again. Other lines, the user's included, stay; a line not found is no error.
@@ -98,6 +172,7 @@ pub fn remove_at_marker(
 ) -> Result<String, InsertionError> {
     let index = marker_line(file, contents, marker)?;
     let all: Vec<&str> = contents.lines().collect();
+    let kinds = line_kinds(file, contents, all.len());
     let mut drop = vec![false; all.len()];
     for line in lines {
         let wanted: Vec<&str> = line.lines().map(str::trim).collect();
@@ -106,7 +181,11 @@ pub fn remove_at_marker(
         }
         let at = |start: usize, end: usize| {
             start + wanted.len() <= end
-                && (0..wanted.len()).all(|i| !drop[start + i] && all[start + i].trim() == wanted[i])
+                && (0..wanted.len()).all(|i| {
+                    !drop[start + i]
+                        && kinds[start + i] != LineKind::Other
+                        && all[start + i].trim() == wanted[i]
+                })
         };
         // The nearest occurrence above the marker; below it where the user moved the marker up.
         let found = (0..index)
@@ -277,6 +356,57 @@ mod tests {
             first.expect("marker"),
             "pub mod batch;\n// +kopgen:scaffold:m\n"
         );
+    }
+
+    #[test]
+    fn attributes_and_doc_comments_stay_with_their_item() {
+        let text = "pub mod apps;\n#[cfg(feature = \"web\")]\n/// Web.\npub mod web;\n// +kopgen:scaffold:m\n";
+        let out = insert_at_marker(
+            "m.rs",
+            text,
+            "+kopgen:scaffold:m",
+            &["pub mod shop;".to_owned(), "pub mod batch;".to_owned()],
+            Placement::Sorted,
+        )
+        .expect("marker");
+        assert_eq!(
+            out,
+            "pub mod apps;\npub mod batch;\npub mod shop;\n#[cfg(feature = \"web\")]\n/// Web.\npub mod web;\n// +kopgen:scaffold:m\n"
+        );
+        // An attribute right above the marker belongs to what follows the marker.
+        let dangling = "pub mod web;\n#[cfg(test)]\n// +kopgen:scaffold:m\nmod tests;\n";
+        let out = insert_at_marker(
+            "m.rs",
+            dangling,
+            "+kopgen:scaffold:m",
+            &["pub mod apps;".to_owned()],
+            Placement::Sorted,
+        )
+        .expect("marker");
+        assert_eq!(
+            out,
+            "pub mod apps;\npub mod web;\n#[cfg(test)]\n// +kopgen:scaffold:m\nmod tests;\n"
+        );
+    }
+
+    #[test]
+    fn a_line_inside_a_comment_or_string_is_not_there() {
+        let text = "/*\npub mod web;\n*/\nconst S: &str = \"\npub mod shop;\n\";\npub mod apps;\n// +kopgen:scaffold:m\n";
+        let lines = vec!["pub mod web;".to_owned(), "pub mod shop;".to_owned()];
+        let out = insert_at_marker(
+            "m.rs",
+            text,
+            "+kopgen:scaffold:m",
+            &lines,
+            Placement::Sorted,
+        )
+        .expect("marker");
+        assert!(
+            out.ends_with("pub mod apps;\npub mod shop;\npub mod web;\n// +kopgen:scaffold:m\n"),
+            "{out}"
+        );
+        let removed = remove_at_marker("m.rs", &out, "+kopgen:scaffold:m", &lines).expect("marker");
+        assert_eq!(removed, text, "the commented and quoted lines stay");
     }
 
     #[test]

@@ -45,20 +45,55 @@ pub fn find<'a>(text: &'a str, prefixes: &'a [&'a str]) -> Vec<Marker<'a>> {
     found
 }
 
-/// The 0-based numbers of the lines that begin (after whitespace) with a line comment, as
-/// rustc's lexer sees them: string, raw string, byte string and char literals and nested block
-/// comments are skipped, so `//` inside them starts nothing.
+/// What a line of Rust source begins with (after white space), as rustc's lexer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineStart {
+    /// Nothing: the line is empty or white space.
+    Blank,
+    /// A line comment (`//`, `///`, `//!`).
+    LineComment,
+    /// A block comment that starts on this line.
+    BlockComment,
+    /// The inside of a block comment or string literal that began on an earlier line.
+    Inside,
+    /// Code: an item, an attribute, an expression.
+    Code,
+}
+
+/// The 0-based numbers of the lines that begin (after whitespace) with a line comment.
 pub(crate) fn comment_lines(text: &str) -> Vec<usize> {
+    line_starts(text)
+        .iter()
+        .enumerate()
+        .filter(|(_, start)| **start == LineStart::LineComment)
+        .map(|(line, _)| line)
+        .collect()
+}
+
+/// What each line of `text` begins with, by 0-based line number (as `str::lines` counts them).
+/// String, raw string, byte string and char literals and nested block comments are skipped as
+/// rustc skips them, so `//` or `pub mod x;` inside them starts nothing.
+pub(crate) fn line_starts(text: &str) -> Vec<LineStart> {
     let bytes = text.as_bytes();
-    let mut lines = Vec::new();
-    // The number and the first byte of the line `i` is on.
-    let (mut i, mut line, mut line_start) = (0, 0, 0);
+    let mut starts = vec![LineStart::Blank];
+    // Whether the current line's start has been classified.
+    let mut seen = false;
+    let mut i = 0;
     while i < bytes.len() {
         let rest = &bytes[i..];
-        let next = if rest.starts_with(b"//") {
-            if bytes[line_start..i].iter().all(u8::is_ascii_whitespace) {
-                lines.push(line);
+        if !seen && !rest[0].is_ascii_whitespace() {
+            seen = true;
+            if let Some(last) = starts.last_mut() {
+                *last = if rest.starts_with(b"//") {
+                    LineStart::LineComment
+                } else if rest.starts_with(b"/*") {
+                    LineStart::BlockComment
+                } else {
+                    LineStart::Code
+                };
             }
+        }
+        let next = if rest.starts_with(b"//") {
             rest.iter()
                 .position(|&b| b == b'\n')
                 .map_or(bytes.len(), |n| i + n)
@@ -88,17 +123,23 @@ pub(crate) fn comment_lines(text: &str) -> Vec<usize> {
             i + 1
         };
         let next = next.min(bytes.len());
-        for (at, _) in bytes[i..next]
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'\n')
-        {
-            line += 1;
-            line_start = i + at + 1;
+        for at in (i..next).filter(|&at| bytes[at] == b'\n') {
+            // A line that starts inside what was skipped begins inside it.
+            let inside = at + 1 < next;
+            starts.push(if inside {
+                LineStart::Inside
+            } else {
+                LineStart::Blank
+            });
+            seen = inside;
         }
         i = next;
     }
-    lines
+    // `str::lines` has no line after a final line break.
+    if text.ends_with('\n') {
+        starts.pop();
+    }
+    starts
 }
 
 /// Where the block comment starting at `i` ends (block comments nest).

@@ -538,3 +538,32 @@ fn generated_rust_is_rustfmt_clean_for_tutorial_and_other_names() {
         );
     }
 }
+
+/// Insertion points are edited as Rust: a module declared only inside a comment is declared,
+/// and an attribute stays on the module it was written for.
+#[test]
+fn insertion_keeps_attributes_and_ignores_commented_code() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    ok(&project, BLOG);
+    let path = project.join("src/api/mod.rs");
+    let text = std::fs::read_to_string(&path).expect("api/mod.rs");
+    let edited = text.replacen(
+        "pub mod apps;\n",
+        "/*\npub mod web;\n*/\n#[cfg(not(feature = \"nothing\"))]\npub mod apps;\n",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&path, &edited).expect("write");
+    ok(
+        &project,
+        &["--group", "web", "--version", "v1", "--kind", "Page"],
+    );
+    let after = std::fs::read_to_string(&path).expect("api/mod.rs");
+    assert!(
+        after.contains(
+            "/*\npub mod web;\n*/\n#[cfg(not(feature = \"nothing\"))]\npub mod apps;\npub mod web;\n// +kopgen:scaffold:api-modules"
+        ),
+        "{after}"
+    );
+}

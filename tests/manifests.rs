@@ -656,3 +656,47 @@ fn fuzz_regressions_are_errors_not_panics() {
         );
     }
 }
+
+/// RBAC and webhook markers count where rustc compiles them: `main.rs` does, a string literal,
+/// a block comment, `#[cfg(test)]` code, a feature left off and a file no `mod` declares do not.
+#[test]
+fn markers_count_only_in_compiled_code() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let grant =
+        |group: &str| format!("// +kopgen:rbac:groups={group},resources=things,verbs=get\n");
+    let append = |path: &str, text: &str| {
+        let file = project.join(path);
+        let mut all = std::fs::read_to_string(&file).unwrap_or_default();
+        all.push_str(text);
+        std::fs::write(&file, all).expect("write");
+    };
+    append("src/main.rs", &grant("in-main"));
+    append(
+        "src/lib.rs",
+        &format!(
+            "{}\npub const H: &str = r#\"\n{}\"#;\n/*\n{}*/\n#[cfg(test)]\nmod marker_tests {{\n    {}}}\n#[cfg(feature = \"off\")]\npub mod off {{\n    {}}}\n",
+            grant("in-lib"),
+            grant("in-string"),
+            grant("in-block-comment"),
+            grant("in-test-code"),
+            grant("in-feature-off"),
+        ),
+    );
+    append("src/stray.rs", &grant("in-stray-file"));
+    let run = run_kopgen(&project, &["manifests"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let role = std::fs::read_to_string(project.join("config/rbac/role.yaml")).expect("role");
+    for granted in ["in-main", "in-lib"] {
+        assert!(role.contains(granted), "{granted} missing:\n{role}");
+    }
+    for ignored in [
+        "in-string",
+        "in-block-comment",
+        "in-test-code",
+        "in-feature-off",
+        "in-stray-file",
+    ] {
+        assert!(!role.contains(ignored), "{ignored} granted:\n{role}");
+    }
+}

@@ -187,9 +187,24 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         Err(crate::project::ProjectError::NotAProject(_)) => None,
         Err(e) => return Err(anyhow::Error::new(e).context("kopgen manifests")),
     };
+    // Markers count where rustc compiles them: the library's modules and the binaries, without
+    // test code.
+    let marker_sources = match &project {
+        Some(_) => {
+            let mut crates = vec![sources];
+            if args.paths.is_empty() {
+                crates.extend(
+                    crate::manifests::discover::binary_crates(&root.join("src"))
+                        .context("kopgen manifests")?,
+                );
+            }
+            crate::manifests::marker_sources(&crates, &options).context("kopgen manifests")?
+        }
+        None => Vec::new(),
+    };
     let role = match &project {
         Some(project) => {
-            let rules = crate::rbac::collect(&sources).context("kopgen manifests")?;
+            let rules = crate::rbac::collect(&marker_sources).context("kopgen manifests")?;
             if project.namespaced
                 && let Some(rule) = rules.iter().find(|r| !r.urls.is_empty())
             {
@@ -205,7 +220,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
     // And webhook markers become config/webhook/manifests.yaml.
     let webhooks = match &project {
         Some(_) => {
-            let found = crate::webhooks::collect(&sources).context("kopgen manifests")?;
+            let found = crate::webhooks::collect(&marker_sources).context("kopgen manifests")?;
             crate::webhooks::render(&found)
         }
         None => None,

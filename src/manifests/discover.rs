@@ -76,6 +76,30 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
     Ok(out)
 }
 
+/// The crates of a `src/` directory besides its library, which [`sources`] leaves out when
+/// `lib.rs` is there: `main.rs`, `bin/*.rs` and `bin/*/main.rs`, each read as its own crate.
+pub fn binary_crates(src: &Path) -> Result<Vec<Vec<Source>>, ManifestError> {
+    if !src.join("lib.rs").is_file() {
+        return Ok(Vec::new());
+    }
+    let mut roots = vec![src.join("main.rs")];
+    if let Ok(entries) = std::fs::read_dir(src.join("bin")) {
+        let mut bins: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .map(|p| if p.is_dir() { p.join("main.rs") } else { p })
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .collect();
+        bins.sort();
+        roots.extend(bins);
+    }
+    roots
+        .into_iter()
+        .filter(|root| root.is_file())
+        .map(|root| sources(&[root]))
+        .collect()
+}
+
 /// One `--paths` entry and the files it reads.
 struct Root {
     path: PathBuf,

@@ -86,6 +86,11 @@ pub struct Index {
     by_path: HashMap<PathBuf, usize>,
     /// Modules nested deeper than [`MAX_MODULE_DEPTH`].
     depth_errors: Vec<SourceError>,
+    /// (file, module) for each module a file's items were read into: its own, or the module
+    /// that `include!`s it. A file is compiled when one of them is.
+    pub(super) file_scopes: Vec<(usize, String)>,
+    /// (file, first line, last line), 1-based, of each item left out under a false `cfg`.
+    pub(super) excluded_lines: Vec<(usize, usize, usize)>,
 }
 
 /// The deepest module path kopgen reads (`crate::a::b::..`): far beyond any real crate.
@@ -134,6 +139,17 @@ pub struct PendingImpl {
 impl Index {
     /// Parses every source; every file's syntax error is reported, not just the first.
     pub fn build(sources: &[Source], cfg: Cfg) -> Result<Self, Vec<SourceError>> {
+        let (index, errors) = Self::read(sources, cfg);
+        if errors.is_empty() {
+            Ok(index)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The index of `sources` with every error found in them, for callers that can use an
+    /// index of code kopgen cannot derive from (what is compiled, where the markers are).
+    pub fn read(sources: &[Source], cfg: Cfg) -> (Self, Vec<SourceError>) {
         let mut index = Self {
             cfg,
             ..Self::default()
@@ -181,11 +197,7 @@ impl Index {
                 .filter(|o| index.is_compiled(&o.module))
                 .filter_map(|o| o.error(&index.files, &index.kind_macros)),
         );
-        if errors.is_empty() {
-            Ok(index)
-        } else {
-            Err(errors)
-        }
+        (index, errors)
     }
 
     /// A `mod name;` whose file is neither `name.rs` nor `name/mod.rs` beside its declaring file
@@ -265,10 +277,14 @@ impl Index {
 
     fn add_items(&mut self, module: &str, items: Vec<Item>, file: usize) {
         self.modules.entry(module.to_owned()).or_default();
+        self.file_scopes.push((file, module.to_owned()));
         for item in items {
             // Items under a false `cfg` (tests, other features) are not in the crate `crd()`
             // runs in.
             if !self.cfg.enabled(item_attrs(&item)) {
+                let span = syn::spanned::Spanned::span(&item);
+                self.excluded_lines
+                    .push((file, span.start().line, span.end().line));
                 if let Item::Mod(m) = &item
                     && m.content.is_none()
                 {

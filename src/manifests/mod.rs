@@ -24,6 +24,7 @@ pub mod kinds;
 pub mod library;
 pub mod lint;
 pub mod locate;
+pub mod marker_scope;
 pub mod modtree;
 pub mod options;
 pub mod paths;
@@ -136,14 +137,34 @@ pub fn derive_kinds(
     sources: &[discover::Source],
     options: &Options,
 ) -> Result<Vec<KindResult>, ManifestError> {
+    on_deep_stack(sources, || derive_each(sources, options))
+}
+
+/// The sources whose comment markers count (RBAC, webhooks): see [`marker_scope`].
+pub fn marker_sources(
+    crates: &[Vec<discover::Source>],
+    options: &Options,
+) -> Result<Vec<discover::Source>, ManifestError> {
+    let deepest = crates
+        .iter()
+        .max_by_key(|c| c.iter().map(|s| s.text.len()).max())
+        .map_or(&[][..], Vec::as_slice);
+    on_deep_stack(deepest, || marker_scope::compiled(crates, options))
+}
+
+/// Runs `work`, which reads `sources`, on a thread with a stack as deep as they can nest.
+fn on_deep_stack<T: Send>(
+    sources: &[discover::Source],
+    work: impl FnOnce() -> Result<T, ManifestError> + Send,
+) -> Result<T, ManifestError> {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("kopgen-derive".into())
             .stack_size(stack_size(sources))
-            .spawn_scoped(scope, || derive_each(sources, options))
+            .spawn_scoped(scope, work)
             .map_err(|e| ManifestError::Other(format!("cannot start a thread: {e}")))?
             .join()
-            .map_err(|_| ManifestError::Other("kopgen panicked while deriving the CRDs".into()))?
+            .map_err(|_| ManifestError::Other("kopgen panicked while reading the sources".into()))?
     })
 }
 

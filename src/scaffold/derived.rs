@@ -36,10 +36,15 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
         manifest: Some(root.join("Cargo.toml")),
         ..Default::default()
     };
-    let (Ok(generated), Ok(rules)) = (
-        manifests::generate_with(&sources, &options),
-        crate::rbac::collect(&sources),
-    ) else {
+    let Ok(generated) = manifests::generate_with(&sources, &options) else {
+        return;
+    };
+    let mut crates = vec![sources];
+    crates.extend(discover::binary_crates(&src).unwrap_or_default());
+    let Ok(sources) = manifests::marker_sources(&crates, &options) else {
+        return;
+    };
+    let Ok(rules) = crate::rbac::collect(&sources) else {
         return;
     };
     for output in generated.outputs {
