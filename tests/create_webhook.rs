@@ -495,3 +495,149 @@ fn edit_refuses_a_project_without_webhooks_or_without_the_lines_and_changes_noth
     );
     assert!(stderr.contains("- ../selfmanaged"), "{stderr}");
 }
+
+/// Hand edits of config/default/kustomization.yaml are read as YAML, not misread: lines
+/// commented with `# `, CRLF line endings, a `patches:` of the user's own (which enabling
+/// kopgen's would duplicate) and a removed block each give a working file or a clear error.
+#[test]
+fn hand_edited_kustomizations_are_enabled_or_refused_never_misread() {
+    const FILE: &str = "config/default/kustomization.yaml";
+    const ARGS: &str = "--group apps --version v1 --kind Blog --defaulting";
+    let session = Session::new();
+    let project = project_with_blog(&session);
+    let original = read(&project, FILE);
+    let set = |text: &str| std::fs::write(project.join(FILE), text).expect("write");
+
+    // Commented the way editors do, with CRLF endings.
+    set(&original
+        .replace("#- ../webhook", "# - ../webhook")
+        .replace('\n', "\r\n"));
+    webhook_ok(&project, ARGS);
+    let enabled = read(&project, FILE);
+    assert!(enabled.contains("\r\n- ../webhook\r\n"), "{enabled}");
+    assert!(enabled.contains("\r\npatches:\r\n"), "{enabled}");
+    assert!(!enabled.replace("\r\n", "").contains('\n'), "LF crept in");
+    let value: serde_yaml::Value = serde_yaml::from_str(&enabled).expect("YAML");
+    assert!(
+        value["resources"]
+            .as_sequence()
+            .is_some_and(|r| r.iter().any(|e| e.as_str() == Some("../webhook"))),
+        "{enabled}"
+    );
+
+    // The user's own `patches:`: a second one would be a duplicate key.
+    let fresh = session.init_project("dup", &[]);
+    support::create_api_ok(
+        &fresh,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let own = read(&fresh, FILE).replace(
+        "resources:\n",
+        "patches:\n- path: my_patch.yaml\nresources:\n",
+    );
+    std::fs::write(fresh.join(FILE), own).expect("write");
+    let stderr = fails_cleanly_in(
+        &fresh,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    assert!(
+        stderr.contains(FILE) && stderr.contains("by hand"),
+        "{stderr}"
+    );
+
+    // A removed block is named, not skipped.
+    let removed = session.init_project("removed", &[]);
+    support::create_api_ok(
+        &removed,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let without = read(&removed, FILE).replace("#- ../webhook\n", "");
+    std::fs::write(removed.join(FILE), without).expect("write");
+    let stderr = fails_cleanly_in(
+        &removed,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    assert!(stderr.contains("- ../webhook"), "{stderr}");
+}
+
+/// A project whose files use CRLF line endings keeps them through every edit: only files kopgen
+/// derives whole (PROJECT, the CRDs, roles and webhook manifests) are written fresh.
+#[test]
+fn crlf_files_stay_crlf_through_edits() {
+    let session = Session::new();
+    let project = project_with_blog(&session);
+    let mut converted = Vec::new();
+    for (path, bytes) in tree(&project) {
+        let Some(bytes) = bytes else { continue };
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        if text.contains('\n') && !text.contains("\r\n") {
+            std::fs::write(project.join(&path), text.replace('\n', "\r\n")).expect("write");
+            converted.push(path);
+        }
+    }
+    support::create_api_ok(
+        &project,
+        &["--group", "web", "--version", "v1", "--kind", "Page"],
+    );
+    webhook_ok(
+        &project,
+        "--group apps --version v1 --kind Blog --defaulting --conversion --spoke v1alpha1 --certificates self-managed",
+    );
+    let deleted = run_kopgen(
+        &project,
+        &[
+            "delete",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+            "--conversion",
+        ],
+    );
+    assert_eq!(deleted.status, 0, "{}", deleted.stderr);
+    let derived = |path: &str| {
+        path == "PROJECT"
+            || path.starts_with("config/crd/bases/")
+            || path == "config/rbac/role.yaml"
+            || path == "config/webhook/manifests.yaml"
+            || path == "Cargo.lock"
+    };
+    let after = tree(&project);
+    let mut turned = Vec::new();
+    for path in converted.iter().filter(|p| !derived(p)) {
+        let Some(Some(bytes)) = after.get(path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(bytes);
+        if text.replace("\r\n", "").contains('\n') {
+            turned.push(path.clone());
+        }
+    }
+    assert!(turned.is_empty(), "CRLF files turned LF: {turned:?}");
+}

@@ -320,16 +320,7 @@ fn delete_server(
     roles.insert("conversion_crds", converted_before);
     remove_if_pristine(changes, CLUSTER_ROLE, CLUSTER_ROLE_TEMPLATE, &roles)?;
     const NETWORK: &str = "config/network-policy/kustomization.yaml";
-    if let Some(text) = changes.read(NETWORK)? {
-        let kept: Vec<&str> = (text.lines())
-            .filter(|line| line.trim() != "- allow-webhook-traffic.yaml")
-            .collect();
-        let mut edited = kept.join("\n");
-        edited.push('\n');
-        if edited != text {
-            changes.put(NETWORK, edited);
-        }
-    }
+    super::edit::drop_line(changes, NETWORK, "- allow-webhook-traffic.yaml")?;
     Ok(())
 }
 

@@ -15,6 +15,11 @@ pub enum EditError {
         "{0}: already exists and was not scaffolded for this kind by kopgen. Move it away or pass --force to overwrite it"
     )]
     FileExists(String),
+    #[error(
+        "{file}: enabling kopgen's commented lines here would leave YAML that kustomize refuses ({message}); \
+         merge them into your own entries by hand (see a newly initialized project's {file}), then run this again"
+    )]
+    BrokenYaml { file: String, message: String },
     #[error(transparent)]
     Insertion(#[from] InsertionError),
     #[error(transparent)]
@@ -23,8 +28,8 @@ pub enum EditError {
     Change(#[from] ChangeError),
 }
 
-/// Uncomments each block of consecutive lines of `file` written as `#<line>`. A block the user
-/// removed or changed stays as it is.
+/// Uncomments each block of consecutive lines of `file` written as `#<line>` (or `# <line>`,
+/// as editors comment). A block the user removed or changed stays as it is.
 pub(super) fn uncomment(
     changes: &mut ChangeSet,
     file: &str,
@@ -42,6 +47,22 @@ pub(super) fn comment(
     rewrite_blocks(changes, file, blocks, false)
 }
 
+/// Where `block` stands in `lines` written as `prefix<line>` (after any indentation of the
+/// `#`), if it does.
+fn find_block(lines: &[String], block: &[&str], prefix: &str) -> Option<usize> {
+    lines.windows(block.len()).position(|window| {
+        window.iter().zip(block).all(|(line, wanted)| {
+            let line = line.trim_end();
+            let line = if prefix.is_empty() {
+                line
+            } else {
+                line.trim_start()
+            };
+            line.strip_prefix(prefix) == Some(*wanted)
+        })
+    })
+}
+
 fn rewrite_blocks(
     changes: &mut ChangeSet,
     file: &str,
@@ -53,33 +74,84 @@ fn rewrite_blocks(
     };
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     for block in blocks {
-        let commented: Vec<String> = block.iter().map(|line| format!("#{line}")).collect();
-        let (from, to): (Vec<&str>, Vec<&str>) = if enable {
-            (
-                commented.iter().map(String::as_str).collect(),
-                block.to_vec(),
-            )
+        let found = if enable {
+            ["#", "# "]
+                .iter()
+                .find_map(|prefix| find_block(&lines, block, prefix))
         } else {
-            (
-                block.to_vec(),
-                commented.iter().map(String::as_str).collect(),
-            )
+            find_block(&lines, block, "")
         };
-        if let Some(start) = lines
-            .windows(block.len())
-            .position(|window| window.iter().zip(&from).all(|(l, f)| l.trim_end() == *f))
-        {
-            for (offset, line) in to.iter().enumerate() {
-                lines[start + offset] = (*line).to_owned();
+        if let Some(start) = found {
+            for (offset, line) in block.iter().enumerate() {
+                lines[start + offset] = if enable {
+                    (*line).to_owned()
+                } else {
+                    format!("#{line}")
+                };
             }
         }
     }
-    let mut edited = lines.join("\n");
-    edited.push('\n');
+    let edited = join_lines(&lines, &text);
+    if edited == text {
+        return Ok(());
+    }
+    // The edit must leave YAML a YAML reader takes: uncommenting a key the user already wrote
+    // (a second `patches:`) would make kustomize refuse the whole file.
+    if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&edited) {
+        return Err(EditError::BrokenYaml {
+            file: file.to_owned(),
+            message: e.to_string(),
+        });
+    }
+    changes.put(file, edited);
+    Ok(())
+}
+
+/// `file` without its lines equal to `line` (trimmed), in the file's own line endings.
+pub(super) fn drop_line(changes: &mut ChangeSet, file: &str, line: &str) -> Result<(), EditError> {
+    let Some(text) = changes.read(file)? else {
+        return Ok(());
+    };
+    let kept: Vec<&str> = text.lines().filter(|l| l.trim() != line).collect();
+    let edited = join_lines(&kept, &text);
     if edited != text {
         changes.put(file, edited);
     }
     Ok(())
+}
+
+/// `file` with `line` appended where no line equals it yet, in the file's own line endings.
+pub(super) fn append_line(
+    changes: &mut ChangeSet,
+    file: &str,
+    line: &str,
+) -> Result<(), EditError> {
+    let Some(text) = changes.read(file)? else {
+        return Ok(());
+    };
+    if text.lines().any(|l| l.trim() == line) {
+        return Ok(());
+    }
+    let mut lines: Vec<&str> = text.trim_end().lines().collect();
+    lines.push(line);
+    changes.put(file, join_lines(&lines, &text));
+    Ok(())
+}
+
+/// `lines` as a file, ended by a line break, in the line endings of `original` (CRLF stays).
+fn join_lines<S: AsRef<str>>(lines: &[S], original: &str) -> String {
+    let newline = if original.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut text = lines
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<&str>>()
+        .join(newline);
+    text.push_str(newline);
+    text
 }
 
 /// Declares `pub mod <module>;` in `parent` and creates the module file if it is new.

@@ -311,17 +311,7 @@ pub(super) fn context_of(
 fn register_network_policy(changes: &mut ChangeSet) -> Result<(), WebhookError> {
     const FILE: &str = "config/network-policy/kustomization.yaml";
     const ENTRY: &str = "- allow-webhook-traffic.yaml";
-    let Some(text) = changes.read(FILE)? else {
-        return Ok(());
-    };
-    if !text.lines().any(|line| line.trim() == ENTRY) {
-        let mut edited = text.trim_end().to_owned();
-        edited.push('\n');
-        edited.push_str(ENTRY);
-        edited.push('\n');
-        changes.put(FILE, edited);
-    }
-    Ok(())
+    Ok(super::edit::append_line(changes, FILE, ENTRY)?)
 }
 
 /// Writes each of [`SHARED_FILES`] the project does not have yet; those it has stay as kept.
@@ -382,7 +372,7 @@ fn use_certificates(
     api::uncomment(changes, DEFAULT_KUSTOMIZATION, certificate_blocks(mode))?;
     if let Some(text) = changes.read(DEFAULT_KUSTOMIZATION)? {
         let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-        for block in certificate_blocks(mode) {
+        for block in WEBHOOK_BLOCKS.iter().chain(certificate_blocks(mode)) {
             if !lines.windows(block.len()).any(|window| window == *block) {
                 return Err(WebhookError::MissingLines {
                     file: DEFAULT_KUSTOMIZATION.into(),
@@ -451,13 +441,8 @@ pub(super) fn runtime_feature(
     let line = format!("\"{feature}\",");
     if on {
         api::edit(changes, CARGO_TOML, RUNTIME_FEATURES, &[line])?;
-    } else if let Some(text) = changes.read(CARGO_TOML)? {
-        let kept: Vec<&str> = text.lines().filter(|l| l.trim() != line).collect();
-        let mut edited = kept.join("\n");
-        edited.push('\n');
-        if edited != text {
-            changes.put(CARGO_TOML, edited);
-        }
+    } else {
+        super::edit::drop_line(changes, CARGO_TOML, &line)?;
     }
     Ok(())
 }
