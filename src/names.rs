@@ -408,6 +408,11 @@ mod tests {
             "Context",
             "Condition",
             "Self",
+            // What the webhook modules import beside the kind.
+            "Review",
+            "Routes",
+            "Verdict",
+            "Defaulter",
         ] {
             assert_eq!(
                 validate_new_kind(kind),
@@ -415,7 +420,7 @@ mod tests {
                 "{kind}"
             );
         }
-        for kind in ["Blog", "Widget", "Backup", "Database"] {
+        for kind in ["Blog", "Widget", "Backup", "Database", "Deployment", "Service"] {
             assert_eq!(validate_new_kind(kind), Ok(()), "{kind}");
         }
     }

@@ -145,17 +145,21 @@ pub fn list_of(release: Release, set: &str) -> Vec<String> {
     names
 }
 
-/// The type, trait and derive names the `api/` templates bring into the modules where a
+/// The type, trait and derive names the `api/` and `webhook/` templates bring into the modules where a
 /// kind's types and controller live (their `use` declarations and `#[derive(..)]` lists): a
 /// kind of such a name would clash with them, so it is refused. Derived from the templates
 /// themselves, so the list cannot drift from what the generated code imports.
 pub fn names_in_scope_of_kinds() -> std::collections::BTreeSet<String> {
     let mut names = std::collections::BTreeSet::new();
     let mut sources = Vec::new();
-    if let Some(dir) = TEMPLATES.get_dir("api") {
+    // The webhook modules import the kind by name beside the runtime's webhook types.
+    for dir in ["api", "webhook"]
+        .into_iter()
+        .filter_map(|d| TEMPLATES.get_dir(d))
+    {
         collect(dir, &mut sources);
     }
-    for (_, text) in sources {
+    for (_, text) in sources.into_iter().filter(|(name, _)| name.ends_with(".rs.tera")) {
         let mut rest = text;
         while let Some(at) = rest
             .find("use ")
