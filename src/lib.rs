@@ -5,6 +5,7 @@
 //! model, the model is rendered into an in-memory [`changeset::ChangeSet`], and only a
 //! complete change set is ever written to disk.
 
+pub mod admission;
 pub mod changeset;
 pub mod cli;
 pub mod insertion;

@@ -420,7 +420,14 @@ mod tests {
                 "{kind}"
             );
         }
-        for kind in ["Blog", "Widget", "Backup", "Database", "Deployment", "Service"] {
+        for kind in [
+            "Blog",
+            "Widget",
+            "Backup",
+            "Database",
+            "Deployment",
+            "Service",
+        ] {
             assert_eq!(validate_new_kind(kind), Ok(()), "{kind}");
         }
     }

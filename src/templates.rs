@@ -159,7 +159,10 @@ pub fn names_in_scope_of_kinds() -> std::collections::BTreeSet<String> {
     {
         collect(dir, &mut sources);
     }
-    for (_, text) in sources.into_iter().filter(|(name, _)| name.ends_with(".rs.tera")) {
+    for (_, text) in sources
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".rs.tera"))
+    {
         let mut rest = text;
         while let Some(at) = rest
             .find("use ")

@@ -54,6 +54,44 @@ impl Webhook {
             Webhook::Validating(w) => &w.name,
         }
     }
+
+    fn is_mutating(&self) -> bool {
+        matches!(self, Webhook::Mutating(_))
+    }
+
+    fn view(&self) -> crate::admission::WebhookView<'_> {
+        use crate::admission::WebhookView;
+        match self {
+            Webhook::Mutating(w) => WebhookView {
+                name: &w.name,
+                client_config: &w.client_config,
+                failure_policy: w.failure_policy.as_deref(),
+                match_policy: w.match_policy.as_deref(),
+                side_effects: &w.side_effects,
+                timeout_seconds: w.timeout_seconds,
+                admission_review_versions: &w.admission_review_versions,
+                rules: w.rules.as_deref(),
+                namespace_selector: w.namespace_selector.as_ref(),
+                object_selector: w.object_selector.as_ref(),
+                match_conditions: w.match_conditions.as_deref(),
+                reinvocation_policy: w.reinvocation_policy.as_deref(),
+            },
+            Webhook::Validating(w) => WebhookView {
+                name: &w.name,
+                client_config: &w.client_config,
+                failure_policy: w.failure_policy.as_deref(),
+                match_policy: w.match_policy.as_deref(),
+                side_effects: &w.side_effects,
+                timeout_seconds: w.timeout_seconds,
+                admission_review_versions: &w.admission_review_versions,
+                rules: w.rules.as_deref(),
+                namespace_selector: w.namespace_selector.as_ref(),
+                object_selector: w.object_selector.as_ref(),
+                match_conditions: w.match_conditions.as_deref(),
+                reinvocation_policy: None,
+            },
+        }
+    }
 }
 
 /// Everything the markers of a project say.
@@ -93,6 +131,18 @@ pub fn parse_into(file: &Path, text: &str, found: &mut Markers) -> Result<(), So
     };
     for marker in markers::find(text, WEBHOOK_PREFIXES) {
         let webhook = parse_webhook(marker.body).map_err(|m| located(&marker, m, WEBHOOK_HELP))?;
+        // The server refuses a configuration that names two of its webhooks alike.
+        if found
+            .webhooks
+            .iter()
+            .any(|w| w.is_mutating() == webhook.is_mutating() && w.name() == webhook.name())
+        {
+            return Err(located(
+                &marker,
+                format!("a second webhook named `{}`", webhook.name()),
+                "give each webhook marker of a configuration its own `name=`",
+            ));
+        }
         found.webhooks.push(webhook);
     }
     for marker in markers::find(text, CONFIGURATION_PREFIXES) {
@@ -371,9 +421,19 @@ fn build(f: Fields) -> Result<Webhook, String> {
             ..Default::default()
         })
     };
-    match f.patch {
-        Some(patch) => apply_patch(webhook, &patch),
-        None => Ok(webhook),
+    let webhook = match f.patch {
+        Some(patch) => apply_patch(webhook, &patch)?,
+        None => webhook,
+    };
+    // What `patch=` set is checked like everything else.
+    let problems = crate::admission::problems(&webhook.view());
+    if problems.is_empty() {
+        Ok(webhook)
+    } else {
+        Err(format!(
+            "the API server would refuse this webhook: {}",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -584,6 +644,52 @@ timeoutSeconds=5,matchPolicy=Exact,serviceName=svc,serviceNamespace=ops,serviceP
                      // +kopgen:webhookconfiguration:mutating=false,name=b\n";
         assert!(error(twice).contains("second validating"));
         assert!(error("// +kopgen:webhook:timeoutSeconds=31").contains("between 1 and 30"));
+    }
+
+    #[test]
+    fn what_a_patch_sets_is_checked_like_the_keys() {
+        for (patch, expected) in [
+            (r#"{"timeoutSeconds":100}"#, "timeoutSeconds 100"),
+            (r#"{"sideEffects":"Some"}"#, "sideEffects `Some`"),
+            (
+                r#"{"clientConfig":{"service":null,"url":"http://x.example.com/m"}}"#,
+                "scheme must be https",
+            ),
+            (
+                r#"{"clientConfig":{"service":{"path":"/Mutate"}}}"#,
+                "DNS-1123 subdomain",
+            ),
+            (
+                r#"{"namespaceSelector":{"matchLabels":{"-bad":"x"}}}"#,
+                "not a valid label",
+            ),
+            (
+                r#"{"objectSelector":{"matchExpressions":[{"key":"a","operator":"In"}]}}"#,
+                "need values",
+            ),
+            (r#"{"name":"short.name"}"#, "three segments"),
+            (
+                r#"{"rules":[{"operations":["*","CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}]}"#,
+                "only entry",
+            ),
+        ] {
+            let text = format!("{},patch=`{patch}`\n", MUTATE.trim_end());
+            let message = error(&text);
+            assert!(message.contains(expected), "{patch}: {message}");
+        }
+        let fine = format!(
+            "{},patch=`{{\"namespaceSelector\":{{\"matchLabels\":{{\"app.kubernetes.io/name\":\"x\"}}}}}}`\n",
+            MUTATE.trim_end()
+        );
+        assert!(parse(&fine).is_ok());
+    }
+
+    #[test]
+    fn two_webhooks_of_one_configuration_need_two_names() {
+        let twice = format!("{MUTATE}{MUTATE}");
+        assert!(error(&twice).contains("a second webhook named `mblog-v1.apps.example.com`"));
+        let validating = MUTATE.replacen("mutating=true", "mutating=false", 1);
+        assert!(parse(&format!("{MUTATE}{validating}")).is_ok());
     }
 
     #[test]
