@@ -7,7 +7,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use crate::names::{is_dns1123_label, is_dns1123_subdomain};
+use crate::names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 
 /// The fields mutating and validating webhooks share, as the server validates them.
 pub struct WebhookView<'a> {
@@ -269,29 +269,6 @@ fn label_selector(out: &mut Vec<String>, what: &str, selector: &LabelSelector) {
             out.push(format!("{what}: `{value}` is not a valid label value"));
         }
     }
-}
-
-/// A label or annotation key: an optional DNS-1123 subdomain prefix and `/`, then a name of
-/// at most 63 alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric.
-pub fn is_qualified_name(key: &str) -> bool {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    prefix.is_none_or(is_dns1123_subdomain) && !name.is_empty() && is_label_value(name)
-}
-
-/// A label value: empty, or at most 63 alphanumerics, '-', '_' and '.', starting and ending
-/// with an alphanumeric.
-pub fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    value.is_empty()
-        || (value.len() <= 63
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-            && bytes.last().is_some_and(u8::is_ascii_alphanumeric))
 }
 
 #[cfg(test)]

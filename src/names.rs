@@ -85,6 +85,29 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
+/// A label or annotation key: an optional DNS-1123 subdomain prefix and `/`, then a name of
+/// at most 63 alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric.
+pub fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    prefix.is_none_or(is_dns1123_subdomain) && !name.is_empty() && is_label_value(name)
+}
+
+/// A label value: empty, or at most 63 alphanumerics, '-', '_' and '.', starting and ending
+/// with an alphanumeric.
+pub fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    value.is_empty()
+        || (value.len() <= 63
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+            && bytes.last().is_some_and(u8::is_ascii_alphanumeric))
+}
+
 /// The name of the CRD of a kind, `<plural>.<group>`: a DNS-1123 subdomain short enough that
 /// its file name fits too.
 pub fn validate_crd_name(plural: &str, full_group: &str) -> Result<(), NameError> {

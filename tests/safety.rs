@@ -183,6 +183,74 @@ fn bad_attributes() -> Vec<Row> {
             "scale spec_replicas_path",
         ),
         row(
+            "printer column without a name",
+            with(
+                "printcolumn = r#\"{\"name\":\"\",\"type\":\"string\",\"jsonPath\":\".spec.x\"}\"#",
+            ),
+            "a printcolumn has no name",
+        ),
+        row(
+            "label value with a space",
+            with("label(\"tier\", \"gold plated\")"),
+            "label `tier: gold plated` is not one the API server accepts",
+        ),
+        row(
+            "annotation key with two slashes",
+            with("annotation(\"a/b/c\", \"x\")"),
+            "annotation `a/b/c: x`",
+        ),
+        row(
+            "selectable list",
+            kind(
+                &format!("{GOOD}, selectable = \".spec.tags\""),
+                "pub tags: Vec<String>,",
+            ),
+            "selectable field `.spec.tags` does not name a string, boolean or integer field",
+        ),
+        row(
+            "selectable metadata",
+            with("selectable = \".metadata.name\""),
+            "points into metadata",
+        ),
+        row(
+            "selectable twice",
+            with("selectable = \".spec.x\", selectable = \".spec.x\""),
+            "is given twice",
+        ),
+        row(
+            "nine selectable fields",
+            kind(
+                &format!(
+                    "{GOOD}, {}",
+                    (0..9)
+                        .map(|i| format!("selectable = \".spec.f{i}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &(0..9)
+                    .map(|i| format!("pub f{i}: i32,"))
+                    .collect::<String>(),
+            ),
+            "9 selectable fields",
+        ),
+        row(
+            "look-ahead pattern",
+            kind(
+                GOOD,
+                "#[schemars(regex(pattern = \"^(?=a).*$\"))]\npub x: String,",
+            ),
+            "is not a regular expression the API server (Go's RE2) compiles",
+        ),
+        row(
+            "CEL nested too deep",
+            with(&format!(
+                "validation = \"{}self.spec.x{} > 0\"",
+                "(".repeat(260),
+                ")".repeat(260)
+            )),
+            "nests 261 levels deep",
+        ),
+        row(
             "CRD name too long",
             kind(
                 &format!(
@@ -887,6 +955,13 @@ fn bad_rbac_markers_are_errors_at_their_line() {
     let session = Session::new();
     let project = session.init_demo(&[]);
     let marker = |m: &str| format!("// Access.\n// +kopgen:rbac:{m}\npub fn f() {{}}\n");
+    // Markers count in modules the crate compiles.
+    let declare = |project: &Path| {
+        let lib = project.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).expect("lib.rs");
+        std::fs::write(&lib, format!("{text}pub mod access;\n")).expect("write");
+    };
+    declare(&project);
     let rows = [
         (
             "groups=core,resources=pods,verbs=get,namespace=Team_A",
@@ -928,6 +1003,7 @@ fn bad_rbac_markers_are_errors_at_their_line() {
     // Roles only, in a --namespaced project: urls have nowhere to go.
     let namespaced = Session::new();
     let project = namespaced.init_demo(&["--namespaced"]);
+    declare(&project);
     std::fs::write(
         project.join("src/access.rs"),
         marker("urls=/metrics,verbs=get"),
@@ -1216,5 +1292,69 @@ fn writes_never_leave_the_project_through_symlinked_directories() {
         );
         std::fs::remove_file(&real).expect("unlink");
         std::fs::rename(&moved, &real).expect("move back");
+    }
+}
+
+/// Webhook marker values the API server would refuse, `patch=` included, are errors at the
+/// marker's line, and nothing is written.
+#[test]
+fn bad_webhook_marker_values_are_errors_at_their_line() {
+    const MARKER: &str = "// +kopgen:webhook:path=/mutate-apps-example-com-v1-blog,mutating=true,\
+failurePolicy=fail,sideEffects=None,groups=apps.example.com,resources=blogs,verbs=create;update,\
+versions=v1,name=mblog-v1.apps.example.com,admissionReviewVersions=v1";
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    let lib = project.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(&lib, format!("{text}pub mod hooks;\n")).expect("write");
+    let rows = [
+        (
+            format!("{MARKER},patch=`{{\"timeoutSeconds\":60}}`"),
+            "timeoutSeconds 60 must be between 1 and 30",
+        ),
+        (
+            MARKER.replace(
+                "path=/mutate-apps-example-com-v1-blog",
+                "url=https://user@hooks.example.com/m",
+            ),
+            "user information is not permitted",
+        ),
+        (
+            MARKER.replace(
+                "path=/mutate-apps-example-com-v1-blog",
+                "url=https://hooks.example.com/m?x=1",
+            ),
+            "a query is not permitted",
+        ),
+        (
+            MARKER.replace("/mutate-apps-example-com-v1-blog", "/Mutate_Blog"),
+            "each segment must be a DNS-1123 subdomain",
+        ),
+        (
+            format!(
+                "{MARKER},patch=`{{\"objectSelector\":{{\"matchLabels\":{{\"tier\":\"gold plated\"}}}}}}`"
+            ),
+            "not a valid label",
+        ),
+        (format!("{MARKER}\n{MARKER}"), "a second webhook named"),
+    ];
+    for (markers, needle) in rows {
+        std::fs::write(
+            project.join("src/hooks.rs"),
+            format!("// Hooks.\n{markers}\npub fn f() {{}}\n"),
+        )
+        .expect("write");
+        let before = tree(session.path());
+        let run = run_kopgen(&project, &["manifests"]);
+        assert_eq!(run.status, 1, "{markers}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("src/hooks.rs:") && run.stderr.contains(needle),
+            "{markers}: expected {needle:?} in:\n{}",
+            run.stderr
+        );
+        assert!(
+            tree(session.path()) == before,
+            "{markers}: the tree changed"
+        );
     }
 }

@@ -65,13 +65,28 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "cel",
-        "`x-kubernetes-validations` rules are CEL expressions that parse, with a one-line `message`, a `reason` the API server knows and a `fieldPath` that names a field of the schema",
+        "`x-kubernetes-validations` rules are CEL expressions that parse (nested at most 250 levels deep, as cel-go parses), with a one-line `message`, a `reason` the API server knows and a `fieldPath` that names a field of the schema",
         "fix the rule's syntax (see the CEL language definition)",
     ),
     (
         "api-approval",
         "a CRD in a group under `k8s.io` or `kubernetes.io` carries the `api-approved.kubernetes.io` annotation (a URL, or a reason starting with `unapproved`)",
         "use a group of your own domain, or add `#[kube(annotation(\"api-approved.kubernetes.io\", \"<URL of the approval>\"))]`",
+    ),
+    (
+        "labels",
+        "the CRD's label and annotation keys are qualified names, its label values at most 63 letters, digits, '-', '_' and '.'",
+        "fix `#[kube(label(..))]` or `#[kube(annotation(..))]`: a key like `example.com/tier`, a value like `gold`",
+    ),
+    (
+        "pattern",
+        "every `pattern` is a regular expression Go's RE2 (the API server's) compiles",
+        "fix the regular expression; look-around and back-references are not supported",
+    ),
+    (
+        "selectable-fields",
+        "at most 8 selectable fields per version, each naming a string, boolean or integer field outside `metadata`, none twice",
+        "point `#[kube(selectable = \".spec.field\")]` at a scalar field of the spec or status",
     ),
     (
         "pruned",
@@ -98,6 +113,26 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             fix: fix_of("api-approval"),
         });
     }
+    let labels = crd.metadata.labels.iter().flatten();
+    let annotations = crd.metadata.annotations.iter().flatten();
+    for (key, value, is_label) in labels
+        .map(|(k, v)| (k, v, true))
+        .chain(annotations.map(|(k, v)| (k, v, false)))
+    {
+        let fits = crate::names::is_qualified_name(key)
+            && (!is_label || crate::names::is_label_value(value));
+        if !fits {
+            let what = if is_label { "label" } else { "annotation" };
+            findings.push(Finding {
+                severity: Severity::Error,
+                rule: "labels",
+                version: String::new(),
+                path: Vec::new(),
+                message: format!("{what} `{key}: {value}` is not one the API server accepts"),
+                fix: fix_of("labels"),
+            });
+        }
+    }
     for version in &crd.spec.versions {
         let mut ctx = Ctx {
             version: version.name.clone(),
@@ -117,6 +152,9 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             continue;
         };
         ctx.node(schema, &mut Vec::new(), false);
+        for problem in selectable_problems(schema, version.selectable_fields.as_deref()) {
+            ctx.push(Severity::Error, "selectable-fields", Vec::new(), problem);
+        }
         if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
             let extra = metadata
                 .properties
@@ -133,6 +171,44 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// The API server's rules for selectable fields: at most 8, each a `.a.b` path (no brackets)
+/// to a string, boolean or integer field outside `metadata`, none twice.
+fn selectable_problems(
+    schema: &JSONSchemaProps,
+    fields: Option<
+        &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::SelectableField],
+    >,
+) -> Vec<String> {
+    let fields = fields.unwrap_or_default();
+    let mut problems = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for field in fields {
+        let path = field.json_path.as_str();
+        let node = (!path.contains('['))
+            .then(|| super::cel::field_at(schema, path))
+            .flatten();
+        if path == ".metadata" || path.starts_with(".metadata.") {
+            problems.push(format!("selectable field `{path}` points into metadata"));
+        } else if !node
+            .is_some_and(|n| matches!(n.type_.as_deref(), Some("string" | "boolean" | "integer")))
+        {
+            problems.push(format!(
+                "selectable field `{path}` does not name a string, boolean or integer field of the schema (write `.spec.field`)"
+            ));
+        }
+        if !seen.insert(path) {
+            problems.push(format!("selectable field `{path}` is given twice"));
+        }
+    }
+    if seen.len() > 8 {
+        problems.push(format!(
+            "{} selectable fields: the API server takes at most 8 per version",
+            seen.len()
+        ));
+    }
+    problems
 }
 
 /// Keywords no structural schema may hold, and whether `s` holds each.
@@ -248,25 +324,20 @@ impl Ctx<'_> {
             }
         }
         for validation in s.x_kubernetes_validations.iter().flatten() {
-            if let Some(problem) = validation_problem(s, validation) {
+            if let Some(problem) = super::cel::problem(s, validation) {
                 self.push(Severity::Error, "cel", path.clone(), problem);
             }
-            let rule = &validation.rule;
-            let parsed = super::error::catch_panic(|| {
-                cel_parser::Parser::new()
-                    .parse(rule)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            });
-            if let Err(error) = parsed.and_then(|result| result) {
-                let first = error.lines().next().unwrap_or_default().to_owned();
-                self.push(
-                    Severity::Error,
-                    "cel",
-                    path.clone(),
-                    format!("CEL rule `{rule}` does not parse: {first}"),
-                );
-            }
+        }
+        if let Some(pattern) = &s.pattern
+            && let Err(e) = regex::Regex::new(pattern)
+        {
+            let reason = e.to_string().lines().last().unwrap_or_default().to_owned();
+            self.push(
+                Severity::Error,
+                "pattern",
+                path.clone(),
+                format!("pattern `{pattern}` is not a regular expression the API server (Go's RE2) compiles: {reason}"),
+            );
         }
         if s.x_kubernetes_list_type.as_deref() == Some("map") {
             self.list_map(s, path);
@@ -413,90 +484,6 @@ fn api_approval_problem(crd: &CustomResourceDefinition) -> Option<String> {
     Some(format!(
         "group {group} is reserved for the Kubernetes project: the API server refuses its CRDs without an `{ANNOTATION}` annotation holding a URL or a reason starting with `unapproved`"
     ))
-}
-
-/// The `reason`s the API server accepts on a validation rule.
-const VALIDATION_REASONS: [&str; 4] = [
-    "FieldValueRequired",
-    "FieldValueForbidden",
-    "FieldValueInvalid",
-    "FieldValueDuplicate",
-];
-
-/// What the API server refuses in a validation rule besides its expression: an empty rule, a
-/// message over several lines (or a multi-line rule without one), an unknown reason, a
-/// `fieldPath` that names no field of the schema the rule sits on.
-fn validation_problem(
-    schema: &JSONSchemaProps,
-    v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule,
-) -> Option<String> {
-    let multiline = |text: &str| text.trim().contains(['\n', '\r']);
-    let message = v.message.as_deref().unwrap_or_default();
-    if v.rule.trim().is_empty() {
-        return Some("a validation rule is empty".into());
-    }
-    if multiline(message) {
-        return Some(format!("the message of rule `{}` has a line break", v.rule));
-    }
-    if multiline(&v.rule) && message.trim().is_empty() {
-        return Some(format!(
-            "rule `{}` spans several lines, so it needs a `message`",
-            v.rule
-        ));
-    }
-    if let Some(reason) = v.reason.as_deref()
-        && !VALIDATION_REASONS.contains(&reason)
-    {
-        return Some(format!(
-            "reason `{reason}` of rule `{}` is not one of {}",
-            v.rule,
-            VALIDATION_REASONS.join(", ")
-        ));
-    }
-    let field_path = v.field_path.as_deref().unwrap_or_default();
-    if !field_path.is_empty() && !field_path_is_valid(schema, field_path) {
-        return Some(format!(
-            "fieldPath `{field_path}` of rule `{}` does not name a field below this schema (write `.field` or `['key']` steps)",
-            v.rule
-        ));
-    }
-    None
-}
-
-/// The API server's reading of a rule's `fieldPath`: `.name` and `['name']` step into a
-/// property, or into the values of a map; list items cannot be named.
-fn field_path_is_valid(schema: &JSONSchemaProps, path: &str) -> bool {
-    let mut node = schema;
-    let mut rest = path;
-    if rest.trim().is_empty() || rest.contains(['\n', '\r']) {
-        return false;
-    }
-    while !rest.is_empty() {
-        let (key, tail) = if let Some(after) = rest.strip_prefix("['") {
-            let Some(end) = after.find("']") else {
-                return false;
-            };
-            (&after[..end], &after[end + 2..])
-        } else if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            (&after[..end], &after[end..])
-        } else {
-            return false;
-        };
-        if key.is_empty() {
-            return false;
-        }
-        node = match (&node.properties, &node.additional_properties) {
-            (Some(properties), _) => match properties.get(key) {
-                Some(child) => child,
-                None => return false,
-            },
-            (None, Some(JSONSchemaPropsOrBool::Schema(values))) => values,
-            _ => return false,
-        };
-        rest = tail;
-    }
-    true
 }
 
 /// controller-gen's `maxDescLen`: descriptions longer than `max` are cut at the last word

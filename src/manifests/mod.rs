@@ -10,6 +10,7 @@
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
+pub mod cel;
 pub mod cfg;
 pub mod compile;
 pub mod crd;

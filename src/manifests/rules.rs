@@ -89,6 +89,12 @@ pub fn check(attrs: &KubeAttrs, plural: &str, singular: &str) -> Vec<Broken> {
         );
     }
     for column in &attrs.printcolumns {
+        if column.name.trim().is_empty() {
+            push(
+                "a printcolumn has no name".to_owned(),
+                "give each printer column a name, like \"name\": \"Replicas\"",
+            );
+        }
         if !COLUMN_TYPES.contains(&column.type_.as_str()) {
             push(
                 format!("printcolumn {:?} has type {:?}", column.name, column.type_),
