@@ -56,8 +56,9 @@ pub enum NameError {
     )]
     Plural(String),
     #[error(
-        "the CRD name {0:?} would be longer than 250 characters (Kubernetes allows 253 for <plural>.<group>, and the file \
-         config/crd/bases/<group>_<plural>.yaml must fit a file name); choose a shorter domain, group or plural"
+        "the CRD name {0:?} would be longer than 195 characters (Kubernetes allows 253 for <plural>.<group>, but the file \
+         config/crd/bases/<group>_<plural>.yaml must fit a file name with room for kopgen's staging suffix); choose a \
+         shorter domain, group or plural"
     )]
     CrdName(String),
     #[error(
@@ -108,11 +109,15 @@ pub fn is_label_value(value: &str) -> bool {
             && bytes.last().is_some_and(u8::is_ascii_alphanumeric))
 }
 
+/// The longest CRD name kopgen writes a file for: its file, `<group>_<plural>.yaml`, is then
+/// [`crate::changeset::MAX_FILE_NAME`] bytes long.
+pub const MAX_CRD_NAME: usize = crate::changeset::MAX_FILE_NAME - "_.yaml".len() + 1;
+
 /// The name of the CRD of a kind, `<plural>.<group>`: a DNS-1123 subdomain short enough that
 /// its file name fits too.
 pub fn validate_crd_name(plural: &str, full_group: &str) -> Result<(), NameError> {
     let name = format!("{plural}.{full_group}");
-    if name.len() <= 250 && is_dns1123_subdomain(&name) {
+    if name.len() <= MAX_CRD_NAME && is_dns1123_subdomain(&name) {
         Ok(())
     } else {
         Err(NameError::CrdName(name))

@@ -40,7 +40,13 @@ fn special_files_where_kopgen_reads_are_errors() {
     ];
     let kinds_before = std::fs::read_to_string(project.join("src/api/mod.rs")).expect("mod.rs");
     // (file replaced, special, command, what the error says)
-    let cases: [(&str, &str, &[&str], &str); 7] = [
+    let cases: [(&str, &str, &[&str], &str); 8] = [
+        (
+            "config/rbac/role.yaml",
+            "fifo",
+            &["manifests"],
+            "a special file (a FIFO, socket or device) is where this file goes",
+        ),
         (
             "PROJECT",
             "fifo",

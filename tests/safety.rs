@@ -263,7 +263,7 @@ fn bad_attributes() -> Vec<Row> {
                 ),
                 "pub x: i32,",
             ),
-            "is longer than 250 characters",
+            "is longer than 195 characters",
         ),
     ]
 }
@@ -1083,7 +1083,7 @@ fn a_crd_name_too_long_for_a_file_is_refused_at_create_api() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let stderr = fails_cleanly_in(session.path(), &args);
     assert!(
-        stderr.contains("would be longer than 250 characters"),
+        stderr.contains("would be longer than 195 characters"),
         "{stderr}"
     );
 }

@@ -53,6 +53,11 @@ pub enum ChangeError {
         resolved: PathBuf,
         root: PathBuf,
     },
+    #[error(
+        "refusing to write {path}: its file name is {length} bytes, over the {MAX_FILE_NAME} kopgen writes (a file system \
+         takes 255, and kopgen stages each file under a longer name first); choose shorter names; nothing was changed"
+    )]
+    NameTooLong { path: PathBuf, length: usize },
     #[error("cannot read {path}: {error}")]
     Read { path: PathBuf, error: io::Error },
     #[error("cannot write {path}: {error}; nothing was changed")]
@@ -213,10 +218,23 @@ impl ChangeSet {
                     root: self.root.clone(),
                 });
             }
+            let length = dest.file_name().map_or(0, |n| n.len());
+            if length > MAX_FILE_NAME {
+                return Err(ChangeError::NameTooLong { path: dest, length });
+            }
             if dest.is_dir() {
                 return Err(ChangeError::Write {
                     path: dest,
                     error: io::Error::other("a directory is where this file goes; move it away"),
+                });
+            }
+            // A FIFO, socket or device there is not the user's file to replace.
+            if fs::metadata(&dest).is_ok_and(|m| !m.is_file()) {
+                return Err(ChangeError::Write {
+                    path: dest,
+                    error: io::Error::other(
+                        "a special file (a FIFO, socket or device) is where this file goes; move it away",
+                    ),
                 });
             }
         }
@@ -339,6 +357,10 @@ fn place(stage: &Path, dest: &Path) -> io::Result<()> {
     }
     fs::rename(stage, dest)
 }
+
+/// The longest file name kopgen writes: staged as `.<name>.<pid>.<n>.kopgen-tmp`, it still
+/// fits the 255 bytes of a file name (pid and counter take at most 10 and 20 digits).
+pub const MAX_FILE_NAME: usize = 200;
 
 /// The suffix of files staged by [`ChangeSet::write`].
 const STAGE_SUFFIX: &str = ".kopgen-tmp";

@@ -170,3 +170,24 @@ fn unchanged_files_are_not_reported() {
     assert_eq!(written, [PathBuf::from("new.txt")]);
     assert_eq!(set.read("new.txt").expect("read").as_deref(), Some("new"));
 }
+
+#[test]
+fn the_longest_name_kopgen_writes_is_staged_and_replaced_and_a_longer_one_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let longest = "n".repeat(MAX_FILE_NAME);
+    fs::write(tmp.path().join(&longest), "old").expect("write");
+    let mut set = ChangeSet::new(tmp.path());
+    set.put(&longest, "new".to_owned());
+    set.write()
+        .expect("the longest name fits, staged and set aside");
+    assert_eq!(
+        fs::read_to_string(tmp.path().join(&longest)).expect("read"),
+        "new"
+    );
+    let mut set = ChangeSet::new(tmp.path());
+    set.put("n".repeat(MAX_FILE_NAME + 1), "x".to_owned());
+    set.put("other", "x".to_owned());
+    let error = set.write().expect_err("too long");
+    assert!(matches!(error, ChangeError::NameTooLong { .. }), "{error}");
+    assert!(!tmp.path().join("other").exists(), "nothing was changed");
+}

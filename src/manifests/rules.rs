@@ -81,11 +81,14 @@ pub fn check(attrs: &KubeAttrs, plural: &str, singular: &str) -> Vec<Broken> {
         }
     }
     let crd_name = format!("{plural}.{group}");
-    // The file kopgen writes, `<group>_<plural>.yaml`, must fit a file name too (255 bytes).
-    if crd_name.len() > 250 {
+    // The file kopgen writes, `<group>_<plural>.yaml`, must fit a file name too.
+    if crd_name.len() > crate::names::MAX_CRD_NAME {
         push(
-            format!("the CRD name {crd_name:?} is longer than 250 characters"),
-            "shorten the group or the plural: a CRD is named <plural>.<group> (at most 253 characters), and its file <group>_<plural>.yaml",
+            format!(
+                "the CRD name {crd_name:?} is longer than {} characters",
+                crate::names::MAX_CRD_NAME
+            ),
+            "shorten the group or the plural: a CRD is named <plural>.<group>, and its file <group>_<plural>.yaml must fit a file name with room for kopgen's staging suffix",
         );
     }
     for column in &attrs.printcolumns {
