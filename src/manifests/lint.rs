@@ -187,7 +187,7 @@ fn selectable_problems(
     for field in fields {
         let path = field.json_path.as_str();
         let node = (!path.contains('['))
-            .then(|| super::cel::field_at(schema, path))
+            .then(|| super::validation_rules::field_at(schema, path))
             .flatten();
         if path == ".metadata" || path.starts_with(".metadata.") {
             problems.push(format!("selectable field `{path}` points into metadata"));
@@ -324,7 +324,7 @@ impl Ctx<'_> {
             }
         }
         for validation in s.x_kubernetes_validations.iter().flatten() {
-            if let Some(problem) = super::cel::problem(s, validation) {
+            if let Some(problem) = super::validation_rules::problem(s, validation) {
                 self.push(Severity::Error, "cel", path.clone(), problem);
             }
         }

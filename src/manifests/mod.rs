@@ -10,7 +10,7 @@
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
-pub mod cel;
+pub mod validation_rules;
 pub mod cfg;
 pub mod compile;
 pub mod crd;
