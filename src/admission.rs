@@ -298,6 +298,13 @@ mod tests {
     #[test]
     fn paths_and_labels() {
         assert_eq!(path_problem("/mutate-apps-example-com-v1-blog"), None);
+        let long =
+            "/validate-platform-engineering-example-com-v1beta1-applicationnetworkpolicybinding";
+        assert_eq!(
+            path_problem(long),
+            None,
+            "a segment may be longer than a label"
+        );
         assert!(path_problem("/Mutate").is_some());
         assert!(path_problem("/a//b").is_some());
         assert!(path_problem("a").is_some());

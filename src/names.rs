@@ -81,9 +81,20 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
-/// Whether `s` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
+/// Whether `s` is a DNS-1123 subdomain as Kubernetes' `IsDNS1123Subdomain` reads it: at most 253
+/// characters of dot-separated runs of lowercase letters, digits and '-', each starting and
+/// ending with a letter or digit (a run may be longer than a label's 63 characters).
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|run| {
+            let bytes = run.as_bytes();
+            bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+                && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        })
 }
 
 /// A label or annotation key: an optional DNS-1123 subdomain prefix and `/`, then a name of

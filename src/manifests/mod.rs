@@ -10,7 +10,6 @@
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
-pub mod validation_rules;
 pub mod cfg;
 pub mod compile;
 pub mod crd;
@@ -35,6 +34,7 @@ pub mod rules;
 pub mod schema;
 pub mod settings;
 pub mod transform;
+pub mod validation_rules;
 pub mod versions;
 
 use std::path::PathBuf;
