@@ -16,31 +16,25 @@ const FENCE: char = '\u{E000}';
 
 /// `value` as YAML that YAML 1.1 readers (Kubernetes tooling) and YAML 1.2 readers read alike.
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, serde_yaml::Error> {
-    // Almost no CRD holds such a string: serde_yaml's text is the answer unless a line might.
-    let text = serde_yaml::to_string(value)?;
-    if !text.lines().any(might_hold_ambiguous_plain_scalar) {
-        return Ok(text);
-    }
+    // One serialization: the strings are looked at (and fenced where needed) in the value tree,
+    // which costs a fraction of writing it.
     let mut value = serde_yaml::to_value(value)?;
-    if holds_fence(&value) || !fence(&mut value) {
+    if !any_ambiguous(&value) || holds_fence(&value) {
         return serde_yaml::to_string(&value);
     }
+    fence(&mut value);
     Ok(serde_yaml::to_string(&value)?.replace(FENCE, "'"))
 }
 
-/// A cheap, conservative look at one line of serde_yaml's output: false only if no plain key or
-/// value on it is ambiguous. (A line of a block scalar may look like one; the exact path that
-/// then runs decides.)
-fn might_hold_ambiguous_plain_scalar(line: &str) -> bool {
-    let mut rest = line.trim_start();
-    while let Some(item) = rest.strip_prefix("- ") {
-        rest = item.trim_start();
+/// Whether any string (keys too) is one YAML 1.1 reads as something else.
+fn any_ambiguous(value: &Value) -> bool {
+    match value {
+        Value::String(s) => is_ambiguous(s),
+        Value::Sequence(items) => items.iter().any(any_ambiguous),
+        Value::Mapping(map) => map.iter().any(|(k, v)| any_ambiguous(k) || any_ambiguous(v)),
+        Value::Tagged(tagged) => any_ambiguous(&tagged.value),
+        _ => false,
     }
-    let (key, value) = match rest.split_once(": ") {
-        Some((key, value)) => (key, value),
-        None => (rest.strip_suffix(':').unwrap_or(rest), ""),
-    };
-    is_ambiguous(key) || is_ambiguous(value) || is_ambiguous(rest)
 }
 
 /// Whether any string holds the fence character, which would then be turned into a quote.
