@@ -31,7 +31,9 @@ fn any_ambiguous(value: &Value) -> bool {
     match value {
         Value::String(s) => is_ambiguous(s),
         Value::Sequence(items) => items.iter().any(any_ambiguous),
-        Value::Mapping(map) => map.iter().any(|(k, v)| any_ambiguous(k) || any_ambiguous(v)),
+        Value::Mapping(map) => map
+            .iter()
+            .any(|(k, v)| any_ambiguous(k) || any_ambiguous(v)),
         Value::Tagged(tagged) => any_ambiguous(&tagged.value),
         _ => false,
     }

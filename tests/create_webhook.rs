@@ -641,3 +641,57 @@ fn crlf_files_stay_crlf_through_edits() {
     }
     assert!(turned.is_empty(), "CRLF files turned LF: {turned:?}");
 }
+
+/// The self-managed certificate's ClusterRole is kopgen's whole file: a hand edit is refused
+/// (the tree unchanged) where a command would rewrite it, and `--force` overwrites it.
+#[test]
+fn a_hand_edited_cluster_role_is_never_overwritten_without_force() {
+    const ROLE: &str = "config/selfmanaged/cluster_role.yaml";
+    let session = Session::new();
+    let project = project_with_blog(&session);
+    webhook_ok(
+        &project,
+        "--group apps --version v1 --kind Blog --conversion --spoke v1alpha1 --certificates self-managed",
+    );
+    let edited = format!(
+        "{}- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get]\n",
+        read(&project, ROLE)
+    );
+    std::fs::write(project.join(ROLE), &edited).expect("write");
+    support::create_api_ok(
+        &project,
+        &["--group", "web", "--version", "v1", "--kind", "Page"],
+    );
+    support::create_api_ok(
+        &project,
+        &["--group", "web", "--version", "v2", "--kind", "Page"],
+    );
+    let args = [
+        "create",
+        "webhook",
+        "--group",
+        "web",
+        "--version",
+        "v1",
+        "--kind",
+        "Page",
+        "--conversion",
+        "--spoke",
+        "v2",
+    ];
+    let stderr = fails_cleanly_in(&project, &args);
+    assert!(
+        stderr.contains(ROLE) && stderr.contains("changed by hand"),
+        "{stderr}"
+    );
+    let stderr = fails_cleanly_in(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    assert!(stderr.contains("changed by hand"), "{stderr}");
+    let mut forced: Vec<&str> = args.to_vec();
+    forced.push("--force");
+    let run = run_kopgen(&project, &forced);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(read(&project, ROLE).contains("pages.web.example.com"));
+}

@@ -59,6 +59,8 @@ pub enum DeleteWebhookError {
     #[error(transparent)]
     Scaffold(#[from] ApiError),
     #[error(transparent)]
+    Webhook(#[from] Box<webhook::WebhookError>),
+    #[error(transparent)]
     Edit(#[from] EditError),
     #[error(transparent)]
     Change(#[from] ChangeError),
@@ -178,10 +180,16 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
         delete_server(&mut changes, &mut project, &header, &converted_before)?;
     } else if changes.exists(CLUSTER_ROLE) {
         // The self-managed certificate's ClusterRole names the CRDs still converted.
-        let mut context = webhook::shared_context(&project, &header);
-        context.insert("conversion_crds", &converted_crds(&project));
-        let text = templates::render(CLUSTER_ROLE_TEMPLATE, &context).map_err(ApiError::from)?;
-        changes.put(CLUSTER_ROLE, text);
+        let context = webhook::shared_context(&project, &header);
+        webhook::put_cluster_role(
+            &mut changes,
+            crate::templates::Release::Current,
+            &context,
+            &converted_before,
+            &converted_crds(&project),
+            false,
+        )
+        .map_err(Box::new)?;
     }
     changes.put(project::PROJECT_FILE, project.render());
     super::derived::put_manifests(&mut changes, &project);
@@ -325,17 +333,8 @@ fn delete_server(
 }
 
 /// The self-managed certificate's ClusterRole, which names the CRDs it keeps `caBundle` on.
-const CLUSTER_ROLE: &str = "config/selfmanaged/cluster_role.yaml";
+use webhook::{CLUSTER_ROLE, converted_crds};
 const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/cluster_role.yaml.tera";
-
-/// The CRDs with a conversion webhook, as `create webhook` lists them in [`CLUSTER_ROLE`].
-fn converted_crds(project: &Project) -> Vec<String> {
-    let crds: std::collections::BTreeSet<String> = (project.resources.iter())
-        .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
-        .map(|r| format!("{}.{}", r.plural(), r.full_group()))
-        .collect();
-    crds.into_iter().collect()
-}
 
 /// Deletes `file` if it still holds what `template` renders: a file the user changed stays.
 fn remove_if_pristine(
