@@ -208,7 +208,7 @@ fn run_to_exit(mut command: Command) -> Duration {
 
 /// The `kopgen` binary's `manifests --stdout` on `dir`, against this bench binary run as a
 /// process that only reads and parses the same files (same allocator, similar size).
-fn report_processes(label: &str, dir: &Path, runs: usize) {
+fn report_processes(label: &str, dir: &Path, runs: usize) -> Duration {
     let kopgen = time_processes(runs, || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kopgen"));
         command
@@ -226,6 +226,50 @@ fn report_processes(label: &str, dir: &Path, runs: usize) {
         kopgen.as_secs_f64() * 1e3,
         floor.as_secs_f64() * 1e3,
         kopgen.as_secs_f64() / floor.as_secs_f64(),
+    );
+    kopgen
+}
+
+/// Where the time of one run goes, stage by stage: finding and reading the files, parsing
+/// and indexing them, deriving (schemas, CRDs, lint, YAML), and of the latter the YAML
+/// writing alone (the outputs' values written again with kopgen's writer).
+fn report_stages(label: &str, dir: &Path, runs: usize) {
+    use kopgen::manifests::{cfg::Cfg, discover, index::Index};
+    let paths = vec![dir.to_path_buf()];
+    let discover_time = time(runs, || discover::sources(&paths).expect("sources").len());
+    let sources = discover::sources(&paths).expect("sources");
+    let parse_time = time(runs, || {
+        Index::build(&sources, Cfg::default()).map_or(0, |index| index.files.len())
+    });
+    let options = kopgen::manifests::Options {
+        lint: true,
+        ..Default::default()
+    };
+    let derive_time = time(runs, || {
+        kopgen::manifests::generate_with(&sources, &options)
+            .expect("manifests")
+            .outputs
+            .len()
+    });
+    let values: Vec<serde_json::Value> = kopgen::manifests::generate_with(&sources, &options)
+        .expect("manifests")
+        .outputs
+        .iter()
+        .map(|o| serde_yaml::from_str(&o.contents).expect("YAML"))
+        .collect();
+    let yaml_time = time(runs, || {
+        values
+            .iter()
+            .map(|v| kopgen::yaml::to_string(v).expect("YAML").len())
+            .sum::<usize>()
+    });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{label:<28} stages: discover+read {:.2} ms, parse+index {:.2} ms, derive (parse again, schemas, lint, YAML) {:.2} ms, of it YAML {:.2} ms",
+        ms(discover_time),
+        ms(parse_time),
+        ms(derive_time),
+        ms(yaml_time),
     );
 }
 
@@ -251,7 +295,8 @@ fn main() {
         structs_in(&fixtures),
         if quick { 1 } else { 20 },
     );
-    report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
+    let corpus_process = report_processes("fixture corpus", &fixtures, if quick { 1 } else { 20 });
+    report_stages("fixture corpus", &fixtures, if quick { 1 } else { 20 });
     // The fixture corpus beside the kopium round trips of the real-world CRDs, as the parity
     // tests leave them in their harnesses (`cargo test --test parity` first).
     let union = union_harness();
@@ -263,8 +308,9 @@ fn main() {
             structs_in(&src),
             if quick { 1 } else { 20 },
         );
-        report_processes("corpus + kopium", &src, if quick { 1 } else { 20 });
-        time
+        let process = report_processes("corpus + kopium", &src, if quick { 1 } else { 20 });
+        report_stages("corpus + kopium", &src, if quick { 1 } else { 20 });
+        (time, process)
     });
     let sizes: &[usize] = if quick { &[10] } else { &[10, 50, 100, 500] };
     for &kinds in sizes {
@@ -284,15 +330,20 @@ fn main() {
         );
     }
     if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {
-        kube_path(corpus);
-        if let (Some(dir), Some(time)) = (&union, union_time) {
+        kube_path(corpus, corpus_process);
+        if let (Some(dir), Some((time, process))) = (&union, union_time) {
             let kube = after_field_changes(
                 &dir.join("src/fixtures/basic.rs"),
                 "pub foo: Option<String>,",
                 3,
                 || cargo_run(dir, &[]),
             );
-            print_speedup("corpus + kopium round trips", kube, time);
+            print_speedup("corpus + kopium round trips, in process", kube, time);
+            print_speedup(
+                "corpus + kopium round trips, kopgen as a process",
+                kube,
+                process,
+            );
         }
         kube_path_operator(&scratch_root);
         if !quick {
@@ -407,7 +458,7 @@ fn cargo_run(dir: &Path, args: &[&str]) -> Duration {
 }
 
 /// The kube-rs path: after one field changes, rebuild the crdgen harness and run it.
-fn kube_path(kopgen_time: Duration) {
+fn kube_path(kopgen_time: Duration, kopgen_process: Duration) {
     let target = shared_target();
     let harness = target.with_file_name("parity-harness");
     if !harness.join("Cargo.toml").exists() {
@@ -418,7 +469,8 @@ fn kube_path(kopgen_time: Duration) {
     let kube = after_field_changes(&file, "pub foo: Option<String>,", 3, || {
         cargo_run(&harness, &[])
     });
-    print_speedup("fixture corpus", kube, kopgen_time);
+    print_speedup("fixture corpus, in process", kube, kopgen_time);
+    print_speedup("fixture corpus, kopgen as a process", kube, kopgen_process);
 }
 
 /// A crate of the parity harnesses' sources together (the fixture corpus and the kopium round
