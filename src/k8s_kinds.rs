@@ -34,6 +34,22 @@ fn all() -> impl Iterator<Item = BuiltinKind> {
         })
 }
 
+/// The short names of the built-in resources, as `kubectl api-resources` lists them for the
+/// release k8s-openapi's `latest` feature targets. kubectl resolves a short name to the
+/// built-in first (and warns), so a custom resource must not take one.
+pub const SHORT_NAMES: &[&str] = &[
+    "cm", "cj", "crd", "crds", "cs", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "ip",
+    "limits", "netpol", "no", "ns", "pc", "pdb", "po", "pv", "pvc", "quota", "rc", "rs", "sa",
+    "sc", "sts", "svc", "vac",
+];
+
+/// Whether `name` (lowercase) is taken by a built-in resource: a short name, or the plural or
+/// singular of a built-in kind.
+pub fn is_builtin_name(name: &str) -> bool {
+    SHORT_NAMES.contains(&name)
+        || all().any(|k| k.plural == name || k.kind.eq_ignore_ascii_case(name))
+}
+
 /// Finds a built-in kind. `group` may be the full group (`networking.k8s.io`) or its first
 /// label (`networking`), as Kubebuilder accepts for core types; `core` is the legacy group.
 pub fn find(group: &str, version: &str, kind: &str) -> Option<BuiltinKind> {

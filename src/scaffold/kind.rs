@@ -101,11 +101,29 @@ fn object_var(kind_snake: &str) -> String {
     }
 }
 
-/// Initials of a multi-word kind (`CronJob` → `cj`), the way built-in short names look;
-/// single-word kinds get none, since their singular name is already short.
+/// Initials of a multi-word kind (`BackupPolicy` → `bp`), the way built-in short names look;
+/// single-word kinds get none, since their singular name is already short, and neither do
+/// kinds whose initials a built-in resource holds (`CronJob`'s `cj`: kubectl would list the
+/// built-ins for it).
 fn shortname(kind: &str) -> Option<String> {
-    let initials: String = kind.chars().filter(char::is_ascii_uppercase).collect();
-    (initials.len() >= 2).then(|| initials.to_ascii_lowercase())
+    let initials = kind
+        .chars()
+        .filter(char::is_ascii_uppercase)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    (initials.len() >= 2 && !crate::k8s_kinds::is_builtin_name(&initials)).then_some(initials)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn short_names_never_take_a_built_in_one() {
+        assert_eq!(super::shortname("BackupPolicy").as_deref(), Some("bp"));
+        assert_eq!(super::shortname("CronJob"), None, "batch/v1 CronJob's cj");
+        assert_eq!(super::shortname("ServiceAccount"), None);
+        assert_eq!(super::shortname("PersistentVolumeClaim"), None);
+        assert_eq!(super::shortname("Blog"), None);
+    }
 }
 
 /// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
