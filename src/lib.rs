@@ -10,6 +10,7 @@ pub mod changeset;
 pub mod cli;
 pub mod insertion;
 pub mod k8s_kinds;
+pub mod kubebuilder_markers;
 pub mod manifests;
 pub mod markers;
 pub mod names;

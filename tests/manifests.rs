@@ -700,3 +700,48 @@ fn markers_count_only_in_compiled_code() {
         assert!(!role.contains(ignored), "{ignored} granted:\n{role}");
     }
 }
+
+/// A Kubebuilder habit (`// +kubebuilder:validation:Minimum=1` above a field) does nothing in
+/// Rust: it is reported at its line with the attribute to write instead, and `--lint=deny`
+/// refuses it.
+#[test]
+fn kubebuilder_validation_markers_are_reported_at_their_line() {
+    let session = Session::new();
+    let spec = SPEC.replace(
+        "    pub size: i32,",
+        "    // +kubebuilder:validation:Minimum=1\n    pub size: i32,",
+    );
+    assert_ne!(spec, SPEC);
+    crate_with(&session, &[("src/lib.rs", &spec)]);
+    let line = spec
+        .lines()
+        .position(|l| l.contains("+kubebuilder:validation"))
+        .expect("marker")
+        + 1;
+    let run = run_kopgen(
+        session.path(),
+        &["manifests", "--paths", "src", "--output-dir", "out"],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "warning[kubebuilder-marker]: src/lib.rs:{line}:5:"
+        )) && run.stderr.contains("#[schemars(range(min = 1"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_dir_all(session.join("out")).expect("rm out");
+    let denied = run_kopgen(
+        session.path(),
+        &[
+            "manifests",
+            "--paths",
+            "src",
+            "--output-dir",
+            "out",
+            "--lint=deny",
+        ],
+    );
+    assert_eq!(denied.status, 1, "{}", denied.stderr);
+    assert!(!session.join("out").exists(), "nothing written");
+}

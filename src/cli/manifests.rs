@@ -142,6 +142,17 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
     }
     let mut blocking = 0;
     let mut report = String::new();
+    for source in &sources {
+        for line in crate::kubebuilder_markers::report(
+            Path::new(&display_path(&cwd, &source.path)),
+            &source.text,
+        ) {
+            let _ = writeln!(report, "{line}");
+            if args.lint == LintMode::Deny {
+                blocking += 1;
+            }
+        }
+    }
     for compiled in &generated.compiled {
         let _ = writeln!(report, "note: compiled the crate for {compiled}");
     }
