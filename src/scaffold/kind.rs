@@ -114,6 +114,12 @@ fn shortname(kind: &str) -> Option<String> {
     (initials.len() >= 2 && !crate::k8s_kinds::is_builtin_name(&initials)).then_some(initials)
 }
 
+
+/// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
+pub(crate) fn sample_file(group: &str, version: &str, kind: &str) -> String {
+    format!("{group}_{version}_{}.yaml", kind.to_snake_case())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -124,9 +130,4 @@ mod tests {
         assert_eq!(super::shortname("PersistentVolumeClaim"), None);
         assert_eq!(super::shortname("Blog"), None);
     }
-}
-
-/// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
-pub(crate) fn sample_file(group: &str, version: &str, kind: &str) -> String {
-    format!("{group}_{version}_{}.yaml", kind.to_snake_case())
 }
