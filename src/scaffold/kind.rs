@@ -114,7 +114,6 @@ fn shortname(kind: &str) -> Option<String> {
     (initials.len() >= 2 && !crate::k8s_kinds::is_builtin_name(&initials)).then_some(initials)
 }
 
-
 /// `config/samples/<group>_<version>_<kind>.yaml`, Kubebuilder's sample name.
 pub(crate) fn sample_file(group: &str, version: &str, kind: &str) -> String {
     format!("{group}_{version}_{}.yaml", kind.to_snake_case())
