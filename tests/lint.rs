@@ -257,6 +257,26 @@ fn pruned_objects_are_warnings_that_deny_turns_into_errors() {
     assert!(!session.join("out").exists(), "deny writes nothing");
 }
 
+/// Empty objects inside a Kubernetes type (`metadata.managedFields[*].fieldsV1` of a
+/// `PodTemplateSpec`) are pruned on built-in resources alike and are not the user's to change:
+/// no warning for them, while the user's own empty struct beside them is still reported.
+#[test]
+fn pruned_objects_inside_kubernetes_types_are_not_reported() {
+    let source = spec(
+        "    pub template: k8s_openapi::api::core::v1::PodTemplateSpec,\n    pub empty: Empty,\n",
+        "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Empty {}\n",
+    );
+    let (run, _session) = manifests(&source, "deny");
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("warning[pruned]").count(),
+        1,
+        "only the user's own: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("at spec.empty)"), "{}", run.stderr);
+}
+
 /// The API server refuses a v1 CRD version without a schema, so kopgen does too, unless the
 /// user asks to write it anyway.
 #[test]

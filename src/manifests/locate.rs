@@ -17,13 +17,16 @@ use super::{
     resolve::Resolved,
 };
 
-/// Where a schema path comes from: the deepest field found, else the custom resource.
-pub fn locate(index: &Index, cr: &CustomResource, path: &[String]) -> (PathBuf, Span) {
+/// Where a schema path comes from: the deepest field found, else the custom resource; and
+/// whether the rest of the path lies inside a library type (k8s-openapi's, say), whose fields
+/// the user cannot change.
+pub fn locate(index: &Index, cr: &CustomResource, path: &[String]) -> (PathBuf, Span, bool) {
     let mut best = (cr.file.clone(), cr.span);
+    let mut in_library = false;
     let spec_module = index.items[cr.item].module.clone();
     let (first, rest) = match path.split_first() {
         Some(split) => split,
-        None => return best,
+        None => return (best.0, best.1, false),
     };
     let mut current: Option<(Type, String)> = match first.as_str() {
         "spec" => {
@@ -56,10 +59,22 @@ pub fn locate(index: &Index, cr: &CustomResource, path: &[String]) -> (PathBuf, 
                 best = (file, span);
                 current = Some((field_ty, field_module));
             }
-            None => break,
+            None => {
+                in_library = is_external(index, &ty, &module);
+                break;
+            }
         }
     }
-    best
+    (best.0, best.1, in_library)
+}
+
+/// Whether `ty` is a type of another crate (not one the index holds).
+fn is_external(index: &Index, ty: &Type, module: &str) -> bool {
+    let Type::Path(p) = ty else { return false };
+    matches!(
+        index.resolve(module, &path_segments(&p.path)),
+        Some(Resolved::External(_))
+    )
 }
 
 /// Peels `Option`/`Box`/aliases; for `[*]` the item type, for `{*}` the map value type.
@@ -183,7 +198,13 @@ pub fn locate_findings(index: &Index, kind: &Kind, rendered: &Rendered) -> Vec<L
         else {
             continue;
         };
-        let (file, span) = locate(index, cr, &finding.path);
+        let (file, span, in_library) = locate(index, cr, &finding.path);
+        // An empty object inside a Kubernetes type (`managedFields[*].fieldsV1`) is pruned on
+        // built-in resources alike, and the user cannot change it: not worth a warning on every
+        // run.
+        if in_library && finding.rule == "pruned" {
+            continue;
+        }
         let start = span.start();
         located.push(Located {
             crd: rendered.crd_name.clone(),
