@@ -392,3 +392,37 @@ fn scaffolded_projects_are_lint_clean() {
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert_eq!(run.stderr, "");
 }
+
+/// What kube-derive writes and the API server refuses at install: a default that does not
+/// hold to its schema below the top (a list of strings with a boolean in its default, a number
+/// outside the field's range), and a kind whose only version is not the storage version.
+#[test]
+fn defaults_are_checked_all_the_way_down_and_one_version_is_stored() {
+    let source = spec(
+        "    #[serde(default = \"tags\")]\n    #[schemars(with = \"Vec<String>\")]\n    pub tags: Vec<serde_json::Value>,\n",
+        "fn tags() -> Vec<serde_json::Value> {\n    vec![serde_json::json!(\"a\"), serde_json::json!(true)]\n}\n",
+    );
+    let (run, _session) = manifests(&source, "error");
+    assert!(
+        run.stderr.contains("error[default-type]")
+            && run.stderr.contains("at [1]: true is not of type string"),
+        "{}",
+        run.stderr
+    );
+    let ranged = spec(
+        "    #[serde(default = \"ten\")]\n    #[schemars(range(min = 1, max = 5))]\n    pub size: i32,\n",
+        "fn ten() -> i32 {\n    10\n}\n",
+    );
+    let (run, _session) = manifests(&ranged, "error");
+    assert!(run.stderr.contains("above the maximum"), "{}", run.stderr);
+    let unstored =
+        spec("    pub x: i32,\n", "").replace("namespaced)]", "namespaced, storage = false)]");
+    let (run, session) = manifests(&unstored, "error");
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("error[storage-version]") && run.stderr.contains("0 versions"),
+        "{}",
+        run.stderr
+    );
+    assert!(!session.join("out").exists());
+}

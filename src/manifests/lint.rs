@@ -55,7 +55,7 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "default-type",
-        "defaults match their schema's type",
+        "defaults hold to their schema all the way down (types, enums, bounds, lengths, patterns, no field the schema would prune)",
         "fix the default value or the field type",
     ),
     (
@@ -72,6 +72,11 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "api-approval",
         "a CRD in a group under `k8s.io` or `kubernetes.io` carries the `api-approved.kubernetes.io` annotation (a URL, or a reason starting with `unapproved`)",
         "use a group of your own domain, or add `#[kube(annotation(\"api-approved.kubernetes.io\", \"<URL of the approval>\"))]`",
+    ),
+    (
+        "storage-version",
+        "exactly one version of the CRD is its storage version",
+        "leave `#[kube(storage = false)]` off exactly one version (the one objects are stored in)",
     ),
     (
         "labels",
@@ -111,6 +116,19 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             path: Vec::new(),
             message,
             fix: fix_of("api-approval"),
+        });
+    }
+    let stored = crd.spec.versions.iter().filter(|v| v.storage).count();
+    if stored != 1 {
+        findings.push(Finding {
+            severity: Severity::Error,
+            rule: "storage-version",
+            version: String::new(),
+            path: Vec::new(),
+            message: format!(
+                "{stored} versions are marked as the storage version; the API server needs exactly one"
+            ),
+            fix: fix_of("storage-version"),
         });
     }
     let labels = crd.metadata.labels.iter().flatten();
@@ -302,26 +320,17 @@ impl Ctx<'_> {
                 }
             }
         }
-        if let (Some(JSON(default)), Some(ty)) = (&s.default, ty) {
-            let ok = match ty {
-                "string" => default.is_string() || (int_or_string && default.is_number()),
-                "integer" => {
-                    default.is_i64() || default.is_u64() || (int_or_string && default.is_string())
-                }
-                "number" => default.is_number(),
-                "boolean" => default.is_boolean(),
-                "array" => default.is_array(),
-                "object" => default.is_object(),
-                _ => true,
-            };
-            if !ok {
-                self.push(
-                    Severity::Error,
-                    "default-type",
-                    path.clone(),
-                    format!("default {default} is not of type {ty}"),
-                );
-            }
+        // A default is validated against its own schema, all the way down, as the API server
+        // validates it when it admits the CRD (examples it does not validate).
+        if let Some(JSON(value)) = &s.default
+            && let Some(problem) = super::value_check::problem(s, value)
+        {
+            self.push(
+                Severity::Error,
+                "default-type",
+                path.clone(),
+                format!("default {problem}"),
+            );
         }
         for validation in s.x_kubernetes_validations.iter().flatten() {
             if let Some(problem) = super::validation_rules::problem(s, validation) {

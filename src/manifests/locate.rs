@@ -162,25 +162,23 @@ impl std::fmt::Display for Located {
             lint::Severity::Error => "error",
             lint::Severity::Warning => "warning",
         };
+        // The CRD, its version and the schema path, as far as the finding has them.
+        let mut place = format!("CRD {}", self.crd);
+        if !self.finding.version.is_empty() {
+            place = format!("{place} {}", self.finding.version);
+        }
+        if !self.finding.path.is_empty() {
+            let path = self.finding.path.join(".");
+            place = format!("{place}, at {}", path.replace(".[", "[").replace(".{", "{"));
+        }
         write!(
             f,
-            "{level}[{}]: {}:{}:{}: {} (CRD {} {}, at {})\n  help: {}",
+            "{level}[{}]: {}:{}:{}: {} ({place})\n  help: {}",
             self.finding.rule,
             self.file.display(),
             self.line,
             self.column,
             self.finding.message,
-            self.crd,
-            self.finding.version,
-            if self.finding.path.is_empty() {
-                ".".to_owned()
-            } else {
-                self.finding
-                    .path
-                    .join(".")
-                    .replace(".[", "[")
-                    .replace(".{", "{")
-            },
             self.finding.fix
         )
     }

@@ -35,6 +35,7 @@ pub mod schema;
 pub mod settings;
 pub mod transform;
 pub mod validation_rules;
+pub mod value_check;
 pub mod versions;
 
 use std::path::PathBuf;
