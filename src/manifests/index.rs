@@ -307,6 +307,22 @@ impl Index {
                     continue;
                 }
                 Item::Impl(imp) => {
+                    // Associated items under a false `cfg` (a `#[cfg(test)] fn`) hold no
+                    // markers either.
+                    for item in &imp.items {
+                        let attrs = match item {
+                            syn::ImplItem::Fn(f) => &f.attrs,
+                            syn::ImplItem::Const(c) => &c.attrs,
+                            syn::ImplItem::Type(t) => &t.attrs,
+                            syn::ImplItem::Macro(m) => &m.attrs,
+                            _ => continue,
+                        };
+                        if !self.cfg.enabled(attrs) {
+                            let span = syn::spanned::Spanned::span(item);
+                            self.excluded_lines
+                                .push((file, span.start().line, span.end().line));
+                        }
+                    }
                     self.pending_impls.push(PendingImpl {
                         module: module.to_owned(),
                         file,

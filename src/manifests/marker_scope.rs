@@ -116,6 +116,13 @@ mod tests {
     }
 
     #[test]
+    fn test_functions_in_impl_blocks_are_left_out() {
+        let lib = "pub struct S;\nimpl S {\n    #[cfg(test)]\n    fn t() {\n        // b\n    }\n    // a\n}\n";
+        let texts = compiled_texts(vec![source("src/lib.rs", "crate", lib)]);
+        assert_eq!(texts[0].1, "pub struct S;\nimpl S {\n\n\n\n\n    // a\n}\n");
+    }
+
+    #[test]
     fn without_a_crate_root_every_file_counts() {
         let texts = compiled_texts(vec![source("x/a.rs", "crate::a", "// a\n")]);
         assert_eq!(texts.len(), 1);

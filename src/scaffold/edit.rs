@@ -47,20 +47,24 @@ pub(super) fn comment(
     rewrite_blocks(changes, file, blocks, false)
 }
 
-/// Where `block` stands in `lines` written as `prefix<line>` (after any indentation of the
-/// `#`), if it does.
+/// Where `block` stands in `lines` written as `prefix<line>`, all its lines indented as its
+/// first one is (the user may have indented the list).
 fn find_block(lines: &[String], block: &[&str], prefix: &str) -> Option<usize> {
     lines.windows(block.len()).position(|window| {
+        let first = &window[0];
+        let indent = &first[..first.len() - first.trim_start().len()];
         window.iter().zip(block).all(|(line, wanted)| {
-            let line = line.trim_end();
-            let line = if prefix.is_empty() {
-                line
-            } else {
-                line.trim_start()
-            };
-            line.strip_prefix(prefix) == Some(*wanted)
+            line.trim_end()
+                .strip_prefix(indent)
+                .and_then(|rest| rest.strip_prefix(prefix))
+                == Some(*wanted)
         })
     })
+}
+
+/// Whether `block` stands in `lines`, enabled (not commented out).
+pub(super) fn has_block(lines: &[String], block: &[&str]) -> bool {
+    find_block(lines, block, "").is_some()
 }
 
 fn rewrite_blocks(
@@ -82,11 +86,15 @@ fn rewrite_blocks(
             find_block(&lines, block, "")
         };
         if let Some(start) = found {
+            // The block keeps the indentation its first line has in the file (a list the user
+            // indented stays one list).
+            let first = &lines[start];
+            let indent = first[..first.len() - first.trim_start().len()].to_owned();
             for (offset, line) in block.iter().enumerate() {
                 lines[start + offset] = if enable {
-                    (*line).to_owned()
+                    format!("{indent}{line}")
                 } else {
-                    format!("#{line}")
+                    format!("{indent}#{line}")
                 };
             }
         }
@@ -243,4 +251,36 @@ pub(super) fn unedit(
         changes.put(file, edited);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_keep_the_indentation_the_user_gave_the_list() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let file = "k.yaml";
+        let text = "resources:\n  - ../rbac\n  #- ../webhook\n  # - ../certmanager\npatches:\n  #- path: p.yaml\n  #  target:\n  #    kind: Deployment\n";
+        std::fs::write(tmp.path().join(file), text).expect("write");
+        let mut changes = ChangeSet::new(tmp.path());
+        uncomment(
+            &mut changes,
+            file,
+            &[
+                &["- ../webhook"],
+                &["- ../certmanager"],
+                &["- path: p.yaml", "  target:", "    kind: Deployment"],
+            ],
+        )
+        .expect("uncommented");
+        let edited = changes.read(file).expect("read").expect("there");
+        assert_eq!(
+            edited,
+            "resources:\n  - ../rbac\n  - ../webhook\n  - ../certmanager\npatches:\n  - path: p.yaml\n    target:\n      kind: Deployment\n"
+        );
+        comment(&mut changes, file, &[&["- ../webhook"]]).expect("commented");
+        let again = changes.read(file).expect("read").expect("there");
+        assert!(again.contains("\n  #- ../webhook\n"), "{again}");
+    }
 }

@@ -394,9 +394,9 @@ fn use_certificates(
     api::comment(changes, DEFAULT_KUSTOMIZATION, certificate_blocks(other))?;
     api::uncomment(changes, DEFAULT_KUSTOMIZATION, certificate_blocks(mode))?;
     if let Some(text) = changes.read(DEFAULT_KUSTOMIZATION)? {
-        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
         for block in WEBHOOK_BLOCKS.iter().chain(certificate_blocks(mode)) {
-            if !lines.windows(block.len()).any(|window| window == *block) {
+            if !super::edit::has_block(&lines, block) {
                 return Err(WebhookError::MissingLines {
                     file: DEFAULT_KUSTOMIZATION.into(),
                     lines: block.join("\n"),
