@@ -593,6 +593,9 @@ fn bad_flags_are_errors_and_change_nothing() {
         (create(&["--kind", "JsonSchema"]), "invalid kind"),
         (create(&["--kind", "Reconcile"]), "invalid kind"),
         (create(&["--kind", "ObjectMeta"]), "invalid kind"),
+        // What the webhook modules import beside the kind.
+        (create(&["--kind", "Review"]), "invalid kind"),
+        (create(&["--kind", "Verdict"]), "invalid kind"),
         (create(&["--kind", "Ok"]), "invalid kind"),
         (
             create(&["--kind", "BlogSpec"]),
