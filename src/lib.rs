@@ -19,6 +19,7 @@ pub mod rbac;
 pub mod regular_file;
 pub mod runtime_crate;
 pub mod rustfmt;
+pub mod samples;
 pub mod scaffold;
 pub mod templates;
 pub mod upgrade;

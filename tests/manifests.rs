@@ -745,3 +745,43 @@ fn kubebuilder_validation_markers_are_reported_at_their_line() {
     assert_eq!(denied.status, 1, "{}", denied.stderr);
     assert!(!session.join("out").exists(), "nothing written");
 }
+
+/// A sample the API server would refuse (a field of the wrong type, one the schema does not
+/// have, a required field missing) fails `kopgen manifests --check` at the sample's document,
+/// and nothing is written; the scaffolded sample passes.
+#[test]
+fn samples_that_the_api_server_would_refuse_fail_the_check() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(&project, support::BLOG);
+    let sample = project.join("config/samples/apps_v1alpha1_blog.yaml");
+    let good = std::fs::read_to_string(&sample).expect("sample");
+    let check = run_kopgen(&project, &["manifests", "--check"]);
+    assert_eq!(
+        check.status, 0,
+        "the scaffolded sample passes: {}",
+        check.stderr
+    );
+    for (bad, needle) in [
+        (
+            good.replace("foo: bar", "foo: 3"),
+            "at spec.foo: 3 is not of type string",
+        ),
+        (
+            good.replace("foo: bar", "foo: bar\n  colour: red"),
+            "`colour` is no field of the schema",
+        ),
+        (
+            format!("{good}---\n{}", good.replace("foo: bar", "foo: [1]")),
+            "apps_v1alpha1_blog.yaml:12:",
+        ),
+    ] {
+        std::fs::write(&sample, &bad).expect("write");
+        let stderr = support::fails_cleanly_in(&project, &["manifests", "--check"]);
+        assert!(
+            stderr.contains("error[sample]: config/samples/apps_v1alpha1_blog.yaml:")
+                && stderr.contains(needle),
+            "{needle}: {stderr}"
+        );
+    }
+}

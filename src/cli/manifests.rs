@@ -182,6 +182,18 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
             }
         }
     }
+    // In a project, the samples are checked against the CRDs just derived.
+    if args.lint != LintMode::Off && args.paths.is_empty() {
+        let crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+            outputs
+                .iter()
+                .filter_map(|o| serde_yaml::from_str(&o.contents).ok())
+                .collect();
+        for problem in crate::samples::problems(&root, &crds, &|p| display_path(&cwd, p)) {
+            let _ = writeln!(report, "{problem}");
+            blocking += 1;
+        }
+    }
     if !report.is_empty() {
         let _ = std::io::stderr().lock().write_all(report.as_bytes());
     }

@@ -9,11 +9,19 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use serde_json::Value;
 
 /// The first problem with `value` under `schema`, naming where (`[1].name`) inside the value.
+/// Required fields are not asked for: the API server fills a default's nested defaults before
+/// it validates it.
 pub fn problem(schema: &JSONSchemaProps, value: &Value) -> Option<String> {
-    check(schema, value, &mut String::new())
+    check(schema, value, &mut String::new(), false)
 }
 
-fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> {
+/// [`problem`] for an object a user writes (a sample): required fields without a default
+/// must be there too.
+pub fn object_problem(schema: &JSONSchemaProps, value: &Value) -> Option<String> {
+    check(schema, value, &mut String::new(), true)
+}
+
+fn check(s: &JSONSchemaProps, value: &Value, at: &mut String, required: bool) -> Option<String> {
     let where_ = at.clone();
     let here = |message: String| {
         Some(if where_.is_empty() {
@@ -96,7 +104,7 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
             for (i, element) in items.iter().enumerate() {
                 let len = at.len();
                 at.push_str(&format!("[{i}]"));
-                let found = check(item, element, at);
+                let found = check(item, element, at, required);
                 at.truncate(len);
                 if found.is_some() {
                     return found;
@@ -105,6 +113,18 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
         }
     }
     if let Some(object) = value.as_object() {
+        if required {
+            let defaulted = |name: &String| {
+                (s.properties.as_ref())
+                    .and_then(|p| p.get(name))
+                    .is_some_and(|p| p.default.is_some())
+            };
+            if let Some(missing) = (s.required.iter().flatten())
+                .find(|name| !object.contains_key(*name) && !defaulted(name))
+            {
+                return here(format!("the required field `{missing}` is missing"));
+            }
+        }
         let preserve = s.x_kubernetes_preserve_unknown_fields == Some(true);
         for (key, field) in object {
             let schema = match (&s.properties, &s.additional_properties) {
@@ -114,7 +134,7 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
                 _ if preserve || s.x_kubernetes_embedded_resource == Some(true) => None,
                 _ => {
                     return here(format!(
-                        "`{key}` is no field of the schema (the API server refuses defaults it would prune)"
+                        "`{key}` is no field of the schema (the API server refuses a default it would prune, and kubectl's strict field validation such an object)"
                     ));
                 }
             };
@@ -124,7 +144,7 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
                     at.push('.');
                 }
                 at.push_str(key);
-                let found = check(schema, field, at);
+                let found = check(schema, field, at, required);
                 at.truncate(len);
                 if found.is_some() {
                     return found;
