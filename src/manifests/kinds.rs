@@ -9,7 +9,8 @@ use super::{
     attrs,
     attrs::KubeAttrs,
     error::{self, SourceError, syn_error},
-    index::{Index, ItemKind, MergeCall},
+    index::{Index, ItemKind},
+    merge_calls::MergeCall,
     resolve::Resolved,
     rules,
 };

@@ -25,6 +25,7 @@ pub mod library;
 pub mod lint;
 pub mod locate;
 pub mod marker_scope;
+pub mod merge_calls;
 pub mod modtree;
 pub mod options;
 pub mod paths;

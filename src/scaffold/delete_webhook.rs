@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use super::{
     api::ApiError,
+    cluster_role::{CLUSTER_ROLE, CLUSTER_ROLE_TEMPLATE, converted_crds},
     edit::{EditError, comment, unedit},
     kind::Kind,
     webhook::{self, DEFAULT_KUSTOMIZATION, SHARED_FILES, WEBHOOK_BLOCKS, WEBHOOKS_MOD},
@@ -58,8 +59,6 @@ pub enum DeleteWebhookError {
     },
     #[error(transparent)]
     Scaffold(#[from] ApiError),
-    #[error(transparent)]
-    Webhook(#[from] Box<webhook::WebhookError>),
     #[error(transparent)]
     Edit(#[from] EditError),
     #[error(transparent)]
@@ -181,15 +180,14 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
     } else if changes.exists(CLUSTER_ROLE) {
         // The self-managed certificate's ClusterRole names the CRDs still converted.
         let context = webhook::shared_context(&project, &header);
-        webhook::put_cluster_role(
+        super::cluster_role::put(
             &mut changes,
             crate::templates::Release::Current,
             &context,
             &converted_before,
             &converted_crds(&project),
             false,
-        )
-        .map_err(Box::new)?;
+        )?;
     }
     changes.put(project::PROJECT_FILE, project.render());
     super::derived::put_manifests(&mut changes, &project);
@@ -333,9 +331,6 @@ fn delete_server(
 }
 
 /// The self-managed certificate's ClusterRole, which names the CRDs it keeps `caBundle` on.
-use webhook::{CLUSTER_ROLE, converted_crds};
-const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/cluster_role.yaml.tera";
-
 /// Deletes `file` if it still holds what `template` renders: a file the user changed stays.
 fn remove_if_pristine(
     changes: &mut ChangeSet,

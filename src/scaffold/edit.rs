@@ -20,6 +20,12 @@ pub enum EditError {
          merge them into your own entries by hand (see a newly initialized project's {file}), then run this again"
     )]
     BrokenYaml { file: String, message: String },
+    #[error(
+        "{0} was changed by hand, and kopgen writes it whole (the CRDs whose conversion the manager serves): \
+         move your rules into a file of your own listed in config/selfmanaged/kustomization.yaml, or pass --force \
+         (where the command has it) to overwrite them"
+    )]
+    HandEdited(String),
     #[error(transparent)]
     Insertion(#[from] InsertionError),
     #[error(transparent)]

@@ -2,6 +2,7 @@
 //! without touching the disk; the CLI decides whether to write it or only show it (`--dry-run`).
 
 pub mod api;
+mod cluster_role;
 pub mod delete_api;
 pub mod delete_webhook;
 pub(crate) mod derived;

@@ -76,12 +76,6 @@ pub enum WebhookError {
     )]
     NoWebhooks,
     #[error(
-        "{0} was changed by hand, and kopgen writes it whole (the CRDs whose conversion the manager serves): \
-         move your rules into a file of your own listed in config/selfmanaged/kustomization.yaml, or pass --force \
-         (where the command has it) to overwrite them"
-    )]
-    HandEdited(String),
-    #[error(
         "{file} lacks the lines to enable ({lines}); it predates this mode or was edited. Add them \
          (see a newly initialized project's {file}), then run this again"
     )]
@@ -171,7 +165,7 @@ pub(crate) fn plan_as(
         return Err(WebhookError::NothingToDo);
     }
     let mut project = Project::load(&options.path).map_err(ApiError::from)?;
-    let converted_before = converted_crds(&project);
+    let converted_before = super::cluster_role::converted_crds(&project);
     names::validate_version(&options.version).map_err(ApiError::from)?;
     names::validate_kind(&options.kind).map_err(ApiError::from)?;
     let full_group = format!("{}.{}", options.group, project.domain);
@@ -354,7 +348,7 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
     let header = super::init::header_from_boilerplate(&boilerplate);
     let context = shared_context(&project, &header);
     put_shared_files(&mut changes, Release::Current, &context)?;
-    let converted = converted_crds(&project);
+    let converted = super::cluster_role::converted_crds(&project);
     use_certificates(
         &mut changes,
         Release::Current,
@@ -404,12 +398,12 @@ fn use_certificates(
             }
         }
     }
-    put_cluster_role(
+    super::cluster_role::put(
         changes,
         release,
         context,
         before,
-        &converted_crds(project),
+        &super::cluster_role::converted_crds(project),
         force,
     )?;
     if release == Release::Current {
@@ -420,47 +414,6 @@ fn use_certificates(
         )?;
     }
     project.webhook_certificates = Some(mode);
-    Ok(())
-}
-
-/// The self-managed certificate's ClusterRole.
-pub(super) const CLUSTER_ROLE: &str = "config/selfmanaged/cluster_role.yaml";
-const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/cluster_role.yaml.tera";
-
-/// The CRDs with a conversion webhook, as the [`CLUSTER_ROLE`] lists them.
-pub(super) fn converted_crds(project: &Project) -> Vec<String> {
-    let crds: std::collections::BTreeSet<String> = (project.resources.iter())
-        .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
-        .map(|r| format!("{}.{}", r.plural(), r.full_group()))
-        .collect();
-    crds.into_iter().collect()
-}
-
-/// Writes the [`CLUSTER_ROLE`] for the CRDs converted `now`. The file is kopgen's whole, so
-/// it is replaced only while it holds what kopgen wrote (for the CRDs converted `before`, or
-/// already `now`); a hand edit is refused without `force`, never lost.
-pub(super) fn put_cluster_role(
-    changes: &mut ChangeSet,
-    release: Release,
-    context: &tera::Context,
-    before: &[String],
-    now: &[String],
-    force: bool,
-) -> Result<(), WebhookError> {
-    let render = |crds: &[String]| {
-        let mut context = context.clone();
-        context.insert("conversion_crds", crds);
-        templates::render_of(release, CLUSTER_ROLE_TEMPLATE, &context)
-    };
-    let wanted = render(now)?;
-    if let Some(text) = changes.read(CLUSTER_ROLE)?
-        && !force
-        && text != wanted
-        && text != render(before)?
-    {
-        return Err(WebhookError::HandEdited(CLUSTER_ROLE.into()));
-    }
-    changes.put(CLUSTER_ROLE, wanted);
     Ok(())
 }
 

@@ -1,0 +1,51 @@
+//! The self-managed certificate mode's ClusterRole, which names the CRDs whose conversion the
+//! manager serves: a file kopgen writes whole, so it is replaced only while it holds what kopgen
+//! wrote.
+
+use super::edit::EditError;
+use crate::{
+    changeset::ChangeSet,
+    project::Project,
+    templates::{self, Release},
+};
+
+/// The self-managed certificate's ClusterRole.
+pub(super) const CLUSTER_ROLE: &str = "config/selfmanaged/cluster_role.yaml";
+pub(super) const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/cluster_role.yaml.tera";
+
+/// The CRDs with a conversion webhook, as the [`CLUSTER_ROLE`] lists them.
+pub(super) fn converted_crds(project: &Project) -> Vec<String> {
+    let crds: std::collections::BTreeSet<String> = (project.resources.iter())
+        .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
+        .map(|r| format!("{}.{}", r.plural(), r.full_group()))
+        .collect();
+    crds.into_iter().collect()
+}
+
+/// Writes the [`CLUSTER_ROLE`] for the CRDs converted `now`. The file is kopgen's whole, so
+/// it is replaced only while it holds what kopgen wrote (for the CRDs converted `before`, or
+/// already `now`); a hand edit is refused without `force`, never lost.
+pub(super) fn put(
+    changes: &mut ChangeSet,
+    release: Release,
+    context: &tera::Context,
+    before: &[String],
+    now: &[String],
+    force: bool,
+) -> Result<(), EditError> {
+    let render = |crds: &[String]| {
+        let mut context = context.clone();
+        context.insert("conversion_crds", crds);
+        templates::render_of(release, CLUSTER_ROLE_TEMPLATE, &context)
+    };
+    let wanted = render(now)?;
+    if let Some(text) = changes.read(CLUSTER_ROLE)?
+        && !force
+        && text != wanted
+        && text != render(before)?
+    {
+        return Err(EditError::HandEdited(CLUSTER_ROLE.into()));
+    }
+    changes.put(CLUSTER_ROLE, wanted);
+    Ok(())
+}
