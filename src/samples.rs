@@ -1,7 +1,7 @@
 //! `config/samples/*.yaml` checked against the CRDs `kopgen manifests` derives, offline: a
 //! sample the API server would refuse (a field of the wrong type, a value outside its enum or
 //! bounds, a required field missing, a field the schema does not have, which `kubectl apply`'s
-//! strict field validation refuses) fails the run at the sample's document, in CI too.
+//! strict field validation refuses) is reported at the sample's document, and fails `--check`.
 //! Validation rules (CEL) are left to the API server.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::manifests::value_check;
 
-/// `error[sample]: <file>:<line>: ...` for every sample document of a kind among `crds` that
+/// `[sample]: <file>:<line>: ...` (the caller puts the level in front) for every sample document of a kind among `crds` that
 /// its version's schema refuses (`root`: the project; `shown`: how to print a path).
 pub fn problems(
     root: &Path,
@@ -42,7 +42,7 @@ pub fn problems(
             };
             if let Some(problem) = problem(crds, &object) {
                 found.push(format!(
-                    "error[sample]: {}:{line}: {problem}\n  help: make the sample hold to the kind's schema (the API server would refuse it)",
+                    "[sample]: {}:{line}: {problem}\n  help: make the sample hold to the kind's schema (the API server would refuse it)",
                     shown(&file)
                 ));
             }
