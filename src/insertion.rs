@@ -96,17 +96,7 @@ pub fn insert_at_marker(
             out.splice(block_start..block_start, units.into_iter().flatten());
         }
     }
-    // `lines()` drops a `\r` before each `\n`: a file with CRLF line endings keeps them.
-    let newline = if contents.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let mut text = out.join(newline);
-    if contents.ends_with('\n') {
-        text.push_str(newline);
-    }
-    Ok(text)
+    Ok(join_lines(&out, contents, contents.ends_with('\n')))
 }
 
 /// What a line is to the sorted insertion: an item, what belongs to the item below it (an
@@ -205,16 +195,26 @@ pub fn remove_at_marker(
         .filter(|(_, drop)| !**drop)
         .map(|(line, _)| *line)
         .collect();
-    let newline = if contents.contains("\r\n") {
+    Ok(join_lines(&kept, contents, contents.ends_with('\n')))
+}
+
+/// `lines` joined in the line endings of `original` (`lines()` drops the `\r` before each
+/// `\n`: a file with CRLF line endings keeps them), ended by a line break if `final_break`.
+pub(crate) fn join_lines<S: AsRef<str>>(lines: &[S], original: &str, final_break: bool) -> String {
+    let newline = if original.contains("\r\n") {
         "\r\n"
     } else {
         "\n"
     };
-    let mut text = kept.join(newline);
-    if contents.ends_with('\n') {
+    let mut text = lines
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<&str>>()
+        .join(newline);
+    if final_break {
         text.push_str(newline);
     }
-    Ok(text)
+    text
 }
 
 /// The index of the one line containing `marker`.

@@ -105,7 +105,7 @@ fn rewrite_blocks(
             }
         }
     }
-    let edited = join_lines(&lines, &text);
+    let edited = crate::insertion::join_lines(&lines, &text, true);
     if edited == text {
         return Ok(());
     }
@@ -127,7 +127,7 @@ pub(super) fn drop_line(changes: &mut ChangeSet, file: &str, line: &str) -> Resu
         return Ok(());
     };
     let kept: Vec<&str> = text.lines().filter(|l| l.trim() != line).collect();
-    let edited = join_lines(&kept, &text);
+    let edited = crate::insertion::join_lines(&kept, &text, true);
     if edited != text {
         changes.put(file, edited);
     }
@@ -148,24 +148,8 @@ pub(super) fn append_line(
     }
     let mut lines: Vec<&str> = text.trim_end().lines().collect();
     lines.push(line);
-    changes.put(file, join_lines(&lines, &text));
+    changes.put(file, crate::insertion::join_lines(&lines, &text, true));
     Ok(())
-}
-
-/// `lines` as a file, ended by a line break, in the line endings of `original` (CRLF stays).
-fn join_lines<S: AsRef<str>>(lines: &[S], original: &str) -> String {
-    let newline = if original.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let mut text = lines
-        .iter()
-        .map(AsRef::as_ref)
-        .collect::<Vec<&str>>()
-        .join(newline);
-    text.push_str(newline);
-    text
 }
 
 /// Declares `pub mod <module>;` in `parent` and creates the module file if it is new.
