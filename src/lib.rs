@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod changeset;
 pub mod cli;
+pub mod compat;
 pub mod insertion;
 pub mod k8s_kinds;
 pub mod kubebuilder_markers;

@@ -233,3 +233,73 @@ pub fn wait_established(plane: &ControlPlane) {
         .expect("kubectl wait");
     assert!(out.status.success(), "CRDs not established: {out:?}");
 }
+
+/// A minimal CRD of `widgets.compat.example.com` with the given versions (storage first).
+fn widget_crd(versions: &[&str]) -> String {
+    let mut out = String::from(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.compat.example.com\nspec:\n  group: compat.example.com\n  names:\n    kind: Widget\n    plural: widgets\n    singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n",
+    );
+    for (i, version) in versions.iter().enumerate() {
+        out.push_str(&format!(
+            "  - name: {version}\n    served: true\n    storage: {}\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size:\n                type: integer\n",
+            i == 0
+        ));
+    }
+    out
+}
+
+/// `kopgen crd diff kube:// NEW` reads the cluster's stored versions: a version objects are
+/// stored in may not go, and the API server agrees (it refuses that CRD).
+#[test]
+fn the_gate_reads_stored_versions_from_the_cluster_and_the_server_agrees() {
+    let test = "the_gate_reads_stored_versions_from_the_cluster_and_the_server_agrees";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let install = plane.kubectl_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        &widget_crd(&["v1alpha1"]),
+    );
+    assert!(install.status.success(), "{install:?}");
+    wait_established(&plane);
+    let object = plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        "apiVersion: compat.example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: one\n  namespace: default\nspec:\n  size: 1\n",
+    );
+    assert!(object.status.success(), "{object:?}");
+    // v1 becomes the storage version: v1alpha1 stays in status.storedVersions.
+    let moved = plane.kubectl_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        &widget_crd(&["v1", "v1alpha1"]),
+    );
+    assert!(moved.status.success(), "{moved:?}");
+
+    let session = support::Session::new();
+    session.write("new/widgets.yaml", &widget_crd(&["v1"]));
+    let path = format!(
+        "{}:{}",
+        plane.assets().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
+        .current_dir(session.path())
+        .env("KUBECONFIG", plane.kubeconfig())
+        .env("PATH", path)
+        .args(["crd", "diff", "kube://", "new"])
+        .output()
+        .expect("kopgen runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("error[breaking/storedVersionRemoval]: CRD widgets.compat.example.com: stored versions removed : [v1alpha1]"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refused =
+        plane.kubectl_with_input(&["apply", "--server-side", "-f", "-"], &widget_crd(&["v1"]));
+    assert!(!refused.status.success(), "the server refuses it too");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("storedVersions"),
+        "{refused:?}"
+    );
+}

@@ -89,12 +89,28 @@ impl ControlPlane {
     }
 
     /// Starts a control plane from the binaries in `assets`.
+    ///
+    /// Ports are picked free and then handed to etcd and the API server, so another process
+    /// (a test starting its own control plane at the same moment) can take one in between:
+    /// such a start is retried on fresh ports, a few times.
     pub fn start_in(assets: PathBuf, options: Options) -> Result<Self, String> {
         for bin in REQUIRED {
             if !assets.join(bin).is_file() {
                 return Err(format!("{} has no `{bin}`", assets.display()));
             }
         }
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(assets.clone(), options) {
+                Err(why) if attempt < PORT_ATTEMPTS && why.contains("address already in use") => {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(assets: PathBuf, options: Options) -> Result<Self, String> {
         let dir = tempfile::Builder::new()
             .prefix("control-plane-")
             .tempdir()
@@ -403,6 +419,9 @@ fn terminate(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// How often a start that lost a port race is tried.
+const PORT_ATTEMPTS: u32 = 4;
 
 /// A port free on the loopback interface at the time of asking.
 pub fn free_port() -> Result<u16, String> {

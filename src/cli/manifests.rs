@@ -45,6 +45,12 @@ pub struct ManifestsArgs {
     /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
     #[arg(long, value_name = "N")]
     pub max_desc_len: Option<usize>,
+    /// Fail on changes that break existing objects or clients since a previous revision of the
+    /// CRDs: a git revision (`origin/main`: the output directory there; `REF:path`), a CRD
+    /// file or directory, or `kube://` (the cluster in the kubeconfig, with its stored
+    /// versions). Checks are set in `config/crd/compat.yaml` (crdify's format).
+    #[arg(long, value_name = "REF")]
+    pub against: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -118,6 +124,15 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         },
         manifest,
         features: args.features.clone(),
+        against: match &args.against {
+            Some(spec) => Some(std::sync::Arc::new(baseline(
+                spec,
+                &root,
+                &output_dir,
+                &cwd,
+            )?)),
+            None => None,
+        },
     };
     let generated = crate::manifests::generate_with(&sources, &options).map_err(|e| {
         let needs_compiling = matches!(&e, crate::manifests::error::ManifestError::Many(errors)
@@ -142,6 +157,18 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
     }
     let mut blocking = 0;
     let mut report = String::new();
+    // A kind the previous revision had and this one lacks breaks every object of it.
+    if let Some(baseline) = &options.against {
+        for (name, (_, origin)) in &baseline.crds {
+            if !outputs.iter().any(|o| &o.crd_name == name) {
+                let _ = writeln!(
+                    report,
+                    "error[breaking/crdRemoval]: {origin}: CRD {name} is no longer generated; its objects would be deleted with it\n  help: keep the kind (serve no version of it, if it must go) until no object of it is left"
+                );
+                blocking += 1;
+            }
+        }
+    }
     for source in &sources {
         for line in crate::kubebuilder_markers::report(
             Path::new(&display_path(&cwd, &source.path)),
@@ -157,6 +184,8 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         let _ = writeln!(report, "note: compiled the crate for {compiled}");
     }
     for located in &generated.findings {
+        let mut located = located.clone();
+        located.file = PathBuf::from(display_path(&cwd, &located.file));
         let _ = writeln!(report, "{located}");
         let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;
         if is_error || args.lint == LintMode::Deny {
@@ -202,6 +231,22 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         let _ = std::io::stderr().lock().write_all(report.as_bytes());
     }
     if blocking > 0 && args.lint != LintMode::Warn {
+        let breaking = generated
+            .findings
+            .iter()
+            .filter(|l| {
+                l.finding.severity == crate::manifests::lint::Severity::Error
+                    && (l.finding.rule.starts_with("breaking/")
+                        || l.finding.rule.starts_with("ratcheted/"))
+            })
+            .count()
+            + report.matches("error[breaking/crdRemoval]").count();
+        if breaking > 0 {
+            anyhow::bail!(
+                "kopgen manifests: {blocking} error(s), {breaking} of them changes since {} that break existing objects or clients; nothing was written",
+                args.against.as_deref().unwrap_or_default()
+            );
+        }
         anyhow::bail!(
             "kopgen manifests: {blocking} lint error(s); nothing was written (use --lint=warn to write anyway)"
         );
@@ -321,6 +366,27 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         writeln!(out, "{verb:>12} {path} ({size:.1} KiB)")?;
     }
     Ok(())
+}
+
+/// The revision `--against` names and the project's gate configuration.
+fn baseline(
+    spec: &str,
+    root: &Path,
+    output_dir: &Path,
+    cwd: &Path,
+) -> anyhow::Result<crate::compat::Baseline> {
+    let config_file = root.join(crate::compat::config::PATH);
+    let config = if config_file.exists() {
+        crate::compat::Config::load(&config_file).context("kopgen manifests")?
+    } else {
+        crate::compat::Config::kopgen()
+    };
+    let crds = crate::compat::source::load(spec, Some(output_dir), cwd)
+        .with_context(|| format!("kopgen manifests --against {spec}"))?;
+    if crds.is_empty() {
+        eprintln!("note: no CRDs in {spec}: nothing to compare with (a first release?)");
+    }
+    Ok(crate::compat::Baseline { crds, config })
 }
 
 /// `path` relative to the current directory when it is below it, for short messages.

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 
+mod crd;
 mod manifests;
 mod upgrade;
 
@@ -65,6 +66,9 @@ pub enum Command {
                             kopgen manifests --paths src/api --output-dir deploy/crds"
     )]
     Manifests(ManifestsArgs),
+    /// Work with CRD files: compare two revisions for breaking changes.
+    #[command(subcommand)]
+    Crd(crd::CrdCommand),
     /// Bring the project to this kopgen's version: the runtime, and every file kopgen
     /// scaffolded, merged with your changes.
     #[command(
@@ -310,7 +314,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Delete(DeleteCommand::Webhook(args)) => Some(&args.path),
         Command::Edit(args) => Some(&args.path),
         Command::Upgrade(args) => Some(&args.path),
-        Command::Manifests(_) | Command::Version | Command::Completion { .. } => None,
+        Command::Manifests(_) | Command::Crd(_) | Command::Version | Command::Completion { .. } => {
+            None
+        }
     };
     let _held = project.map(|path| {
         crate::changeset::hold(path, || {
@@ -418,6 +424,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             finish(&changes, args.dry_run, out)?;
         }
         Command::Manifests(args) => return manifests::run(args, out),
+        Command::Crd(command) => return crd::run(command, out),
         Command::Upgrade(args) => return upgrade::run(args, out),
         Command::Version => writeln!(out, "kopgen {}", crate::VERSION)?,
         Command::Completion { shell } => {

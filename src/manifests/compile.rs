@@ -195,17 +195,14 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let rendered = Rendered {
         contents,
         crd_name: crd.metadata.name.clone().unwrap_or_default(),
-        findings: if options.lint {
-            lint::check(&crd)
-        } else {
-            Vec::new()
-        },
+        findings: super::render::findings(&crd, options),
     };
     let findings = locate_findings(index, kind, &rendered);
     Ok((
         Output {
             path: PathBuf::from(kind.file_name()),
             contents: rendered.contents,
+            crd_name: rendered.crd_name,
         },
         findings,
     ))

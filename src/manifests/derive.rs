@@ -42,6 +42,7 @@ pub fn derive_kind(
     let output = Output {
         path: PathBuf::from(kind.file_name()),
         contents: rendered.contents,
+        crd_name: rendered.crd_name,
     };
     Ok((output, findings))
 }

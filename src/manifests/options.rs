@@ -16,6 +16,9 @@ pub struct Options {
     pub manifest: Option<PathBuf>,
     /// Features enabled beside the crate's default ones (`--features`), for `#[cfg(feature)]`.
     pub features: Vec<String>,
+    /// The previous revision's CRDs (`--against`): each CRD derived is compared with the one
+    /// of the same name, and its breaking changes are findings.
+    pub against: Option<std::sync::Arc<crate::compat::Baseline>>,
 }
 
 /// How `kopgen manifests` derives a kind's CRD.

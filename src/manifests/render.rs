@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
 use super::{
     crd::{self, Derived},
     error::SourceError,
@@ -16,6 +18,8 @@ use super::{
 pub struct Output {
     pub path: PathBuf,
     pub contents: String,
+    /// The CRD's name (`blogs.apps.example.com`).
+    pub crd_name: String,
 }
 
 /// The first line of every generated CRD file.
@@ -92,11 +96,7 @@ pub fn render(
     if let Some(max) = options.max_desc_len {
         lint::truncate_descriptions(&mut merged, max);
     }
-    let findings = if options.lint {
-        lint::check(&merged)
-    } else {
-        Vec::new()
-    };
+    let findings = findings(&merged, options);
     let yaml =
         crate::yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;
     Ok(Rendered {
@@ -104,4 +104,18 @@ pub fn render(
         crd_name: merged.metadata.name.clone().unwrap_or_default(),
         findings,
     })
+}
+
+/// The lint's findings on a finished CRD and, with `--against`, its breaking changes since the
+/// previous revision.
+pub fn findings(crd: &CustomResourceDefinition, options: &Options) -> Vec<lint::Finding> {
+    let mut findings = if options.lint {
+        lint::check(crd)
+    } else {
+        Vec::new()
+    };
+    if let Some(baseline) = &options.against {
+        findings.extend(baseline.findings(crd));
+    }
+    findings
 }
