@@ -9,7 +9,7 @@ use std::path::Path;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
-use crate::manifests::value_check;
+use crate::manifests::{rule_check, value_check};
 
 /// `[sample]: <file>:<line>: ...` (the caller puts the level in front) for every sample document of a kind among `crds` that
 /// its version's schema refuses (`root`: the project; `shown`: how to print a path).
@@ -95,7 +95,9 @@ fn problem(crds: &[CustomResourceDefinition], object: &Value) -> Option<String> 
             map.remove(key);
         }
     }
-    value_check::object_problem(schema, &body).map(|p| format!("{kind} {}: {p}", name_of(object)))
+    value_check::object_problem(schema, &body)
+        .or_else(|| rule_check::problem(schema, &body))
+        .map(|p| format!("{kind} {}: {p}", name_of(object)))
 }
 
 fn name_of(object: &Value) -> &str {

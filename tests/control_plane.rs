@@ -303,3 +303,71 @@ fn the_gate_reads_stored_versions_from_the_cluster_and_the_server_agrees() {
         "{refused:?}"
     );
 }
+
+/// A sample that breaks a CEL rule of its CRD fails `kopgen manifests --check`, and the API
+/// server refuses the same sample; the good sample passes both.
+#[test]
+fn a_sample_failing_a_cel_rule_fails_the_check_and_the_server() {
+    let test = "a_sample_failing_a_cel_rule_fails_the_check_and_the_server";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("celsamples", &[]);
+    support::create_api_ok(&project, support::BLOG);
+    let types = project.join("src/api/apps/v1alpha1/blog.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    let rule = "    validation = Rule::new(\"!has(self.spec.foo) || self.spec.foo.startsWith('b')\").message(\"foo starts with b\"),\n";
+    let edited = text
+        .replacen("    namespaced,\n", &format!("    namespaced,\n{rule}"), 1)
+        .replacen("use kube::", "use kube::core::Rule;\nuse kube::", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&types, edited).expect("edit");
+    support::run_kopgen(&project, &["manifests"]);
+    let check = support::run_kopgen(&project, &["manifests", "--check"]);
+    assert_eq!(
+        check.status, 0,
+        "the scaffolded sample keeps the rule: {}",
+        check.stderr
+    );
+
+    let crds = plane
+        .kubectl()
+        .args(["kustomize"])
+        .arg(project.join("config/crd"))
+        .output()
+        .expect("kubectl kustomize");
+    assert!(crds.status.success(), "{crds:?}");
+    let install = plane.kubectl_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        &String::from_utf8_lossy(&crds.stdout),
+    );
+    assert!(install.status.success(), "{install:?}");
+    wait_established(&plane);
+
+    let sample = project.join("config/samples/apps_v1alpha1_blog.yaml");
+    let good = std::fs::read_to_string(&sample).expect("sample");
+    let dry_run = |yaml: &str| {
+        plane.kubectl_with_input(
+            &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+            yaml,
+        )
+    };
+    let accepted = dry_run(&good);
+    assert!(accepted.status.success(), "{accepted:?}");
+
+    let bad = good.replace("foo: bar", "foo: zap");
+    assert_ne!(bad, good);
+    std::fs::write(&sample, &bad).expect("write");
+    let stderr = support::fails_cleanly_in(&project, &["manifests", "--check"]);
+    assert!(
+        stderr.contains("error[sample]: config/samples/apps_v1alpha1_blog.yaml:1: Blog blog-sample: foo starts with b"),
+        "{stderr}"
+    );
+    let refused = dry_run(&bad);
+    assert!(!refused.status.success(), "the server refuses it too");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("foo starts with b"),
+        "{refused:?}"
+    );
+}

@@ -523,12 +523,12 @@ pub fn rule(check: &str, ratcheted: bool) -> &'static str {
         ("required", "breaking/required", "breaking/required"),
         ("type", "breaking/type", "breaking/type"),
     ];
-    RULES
-        .iter()
-        .find(|(name, _, _)| *name == check)
-        .map_or("breaking/unhandled", |(_, plain, ratchet)| {
+    RULES.iter().find(|(name, _, _)| *name == check).map_or(
+        "breaking/unhandled",
+        |(_, plain, ratchet)| {
             if ratcheted { ratchet } else { plain }
-        })
+        },
+    )
 }
 
 /// What to do about each check's changes, for the report's `help:`.

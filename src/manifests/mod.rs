@@ -31,6 +31,7 @@ pub mod options;
 pub mod paths;
 pub mod render;
 pub mod resolve;
+pub mod rule_check;
 pub mod rules;
 pub mod schema;
 pub mod settings;
