@@ -32,11 +32,8 @@ pub fn problem(schema: &JSONSchemaProps, rule: &ValidationRule) -> Option<String
             "CEL rule `{start}..` nests {depth} levels deep: the API server's CEL parser refuses more than {MAX_DEPTH}"
         ));
     }
-    let parsed = super::error::catch_panic(|| {
-        cel_parser::Parser::new()
-            .parse(expression)
-            .map_err(|e| e.to_string())
-    });
+    let parsed =
+        super::error::catch_panic(|| parser().parse(expression).map_err(|e| e.to_string()));
     match parsed.and_then(|result| result) {
         Err(error) => {
             let first = error.lines().next().unwrap_or_default().to_owned();
@@ -51,6 +48,12 @@ pub fn problem(schema: &JSONSchemaProps, rule: &ValidationRule) -> Option<String
             })
         }
     }
+}
+
+/// The CEL parser, its recursion bounded by the checks above rather than by its own default
+/// (96 levels, where cel-go allows 250).
+pub(super) fn parser() -> cel::parser::Parser {
+    cel::parser::Parser::new().max_recursion_depth(1024)
 }
 
 /// How deep `(`, `[` and `{` nest in `expression`, outside string literals: each opens an
@@ -88,9 +91,9 @@ fn bracket_depth(expression: &str) -> usize {
 
 /// The depth of the expression tree: a chain of operators (`a == b == c ..`, `a.b.c ..`)
 /// nests one level per operation in cel-go's parser, as it does here.
-fn ast_depth(expr: &cel_parser::ast::IdedExpr) -> usize {
-    use cel_parser::ast::{EntryExpr, Expr};
-    let entries = |entries: &'_ [cel_parser::ast::IdedEntryExpr]| -> Vec<usize> {
+fn ast_depth(expr: &cel::common::ast::IdedExpr) -> usize {
+    use cel::common::ast::{EntryExpr, Expr};
+    let entries = |entries: &'_ [cel::common::ast::IdedEntryExpr]| -> Vec<usize> {
         entries
             .iter()
             .map(|entry| match &entry.expr {
