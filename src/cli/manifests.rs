@@ -51,6 +51,10 @@ pub struct ManifestsArgs {
     /// versions). Checks are set in `config/crd/compat.yaml` (crdify's format).
     #[arg(long, value_name = "REF")]
     pub against: Option<String>,
+    /// Print every CEL rule's estimated cost, as the API server estimates it, as a share of
+    /// its budget (10,000,000 per rule, 100,000,000 for a version's rules together).
+    #[arg(long)]
+    pub cel_cost: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -124,6 +128,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         },
         manifest,
         features: args.features.clone(),
+        cel_cost: args.cel_cost,
         against: match &args.against {
             Some(spec) => Some(std::sync::Arc::new(baseline(
                 spec,
@@ -187,8 +192,10 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         let mut located = located.clone();
         located.file = PathBuf::from(display_path(&cwd, &located.file));
         let _ = writeln!(report, "{located}");
-        let is_error = located.finding.severity == crate::manifests::lint::Severity::Error;
-        if is_error || args.lint == LintMode::Deny {
+        let severity = located.finding.severity;
+        let is_error = severity == crate::manifests::lint::Severity::Error;
+        let is_note = severity == crate::manifests::lint::Severity::Note;
+        if is_error || (args.lint == LintMode::Deny && !is_note) {
             blocking += 1;
         }
     }

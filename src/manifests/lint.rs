@@ -10,6 +10,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
+    /// Information asked for (`--cel-cost`): never blocks a run.
+    Note,
     Warning,
     Error,
 }
@@ -94,6 +96,11 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "point `#[kube(selectable = \".spec.field\")]` at a scalar field of the spec or status",
     ),
     (
+        "cel-cost",
+        "each CEL rule's cost, as the API server estimates it from the `maxItems`, `maxLength` and `maxProperties` of what it reads and of the lists above it, stays within 10,000,000, and all rules of a version within 100,000,000",
+        "bound the fields the rule reads (the message names one and the bound that fits), or simplify the rule; `kopgen manifests --cel-cost` prints every rule's share",
+    ),
+    (
         "pruned",
         "(warning) an object with no properties, no additionalProperties and no preserve-unknown-fields keeps no data",
         "type the field, or preserve unknown fields explicitly",
@@ -170,7 +177,9 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
             continue;
         };
         ctx.node(schema, &mut Vec::new(), false);
-        for problem in selectable_problems(schema, version.selectable_fields.as_deref()) {
+        ctx.findings
+            .extend(super::cel_cost::findings(&version.name, schema));
+        for problem in super::selectable::problems(schema, version.selectable_fields.as_deref()) {
             ctx.push(Severity::Error, "selectable-fields", Vec::new(), problem);
         }
         if let Some(metadata) = schema.properties.as_ref().and_then(|p| p.get("metadata")) {
@@ -189,44 +198,6 @@ pub fn check(crd: &CustomResourceDefinition) -> Vec<Finding> {
         }
     }
     findings
-}
-
-/// The API server's rules for selectable fields: at most 8, each a `.a.b` path (no brackets)
-/// to a string, boolean or integer field outside `metadata`, none twice.
-fn selectable_problems(
-    schema: &JSONSchemaProps,
-    fields: Option<
-        &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::SelectableField],
-    >,
-) -> Vec<String> {
-    let fields = fields.unwrap_or_default();
-    let mut problems = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for field in fields {
-        let path = field.json_path.as_str();
-        let node = (!path.contains('['))
-            .then(|| super::validation_rules::field_at(schema, path))
-            .flatten();
-        if path == ".metadata" || path.starts_with(".metadata.") {
-            problems.push(format!("selectable field `{path}` points into metadata"));
-        } else if !node
-            .is_some_and(|n| matches!(n.type_.as_deref(), Some("string" | "boolean" | "integer")))
-        {
-            problems.push(format!(
-                "selectable field `{path}` does not name a string, boolean or integer field of the schema (write `.spec.field`)"
-            ));
-        }
-        if !seen.insert(path) {
-            problems.push(format!("selectable field `{path}` is given twice"));
-        }
-    }
-    if seen.len() > 8 {
-        problems.push(format!(
-            "{} selectable fields: the API server takes at most 8 per version",
-            seen.len()
-        ));
-    }
-    problems
 }
 
 /// Keywords no structural schema may hold, and whether `s` holds each.

@@ -161,6 +161,7 @@ impl std::fmt::Display for Located {
         let level = match self.finding.severity {
             lint::Severity::Error => "error",
             lint::Severity::Warning => "warning",
+            lint::Severity::Note => "note",
         };
         // The CRD, its version and the schema path, as far as the finding has them.
         let mut place = format!("CRD {}", self.crd);
@@ -170,6 +171,17 @@ impl std::fmt::Display for Located {
         if !self.finding.path.is_empty() {
             let path = self.finding.path.join(".");
             place = format!("{place}, at {}", path.replace(".[", "[").replace(".{", "{"));
+        }
+        if self.finding.severity == lint::Severity::Note {
+            return write!(
+                f,
+                "{level}[{}]: {}:{}:{}: {} ({place})",
+                self.finding.rule,
+                self.file.display(),
+                self.line,
+                self.column,
+                self.finding.message
+            );
         }
         write!(
             f,

@@ -10,6 +10,7 @@
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;
+pub mod cel_cost;
 pub mod cfg;
 pub mod compile;
 pub mod crd;
@@ -34,6 +35,7 @@ pub mod resolve;
 pub mod rule_check;
 pub mod rules;
 pub mod schema;
+pub mod selectable;
 pub mod settings;
 pub mod transform;
 pub mod validation_rules;

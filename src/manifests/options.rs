@@ -19,6 +19,8 @@ pub struct Options {
     /// The previous revision's CRDs (`--against`): each CRD derived is compared with the one
     /// of the same name, and its breaking changes are findings.
     pub against: Option<std::sync::Arc<crate::compat::Baseline>>,
+    /// Report every CEL rule's estimated cost (`--cel-cost`), as notes.
+    pub cel_cost: bool,
 }
 
 /// How `kopgen manifests` derives a kind's CRD.

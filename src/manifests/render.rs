@@ -117,5 +117,8 @@ pub fn findings(crd: &CustomResourceDefinition, options: &Options) -> Vec<lint::
     if let Some(baseline) = &options.against {
         findings.extend(baseline.findings(crd));
     }
+    if options.cel_cost {
+        findings.extend(super::cel_cost::notes(crd));
+    }
     findings
 }
