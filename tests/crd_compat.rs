@@ -161,6 +161,10 @@ const BEFORE: &str = r#"use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+fn default_size() -> i32 {
+    3
+}
+
 #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[kube(group = "apps.example.com", version = "v1", kind = "Blog", namespaced)]
 pub struct BlogSpec {
@@ -168,8 +172,11 @@ pub struct BlogSpec {
     #[schemars(range(min = 1, max = 10))]
     pub replicas: i32,
     pub mode: Mode,
+    /// The title.
     pub title: Option<String>,
     pub tags: Vec<String>,
+    #[serde(default = "default_size")]
+    pub size: i32,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -181,63 +188,106 @@ pub enum Mode {
 
 /// Each rule's Rust change, the rule it trips and the line of the field that caused it.
 const CHANGES: &[(&str, &str, &str, &str, usize)] = &[
+    // The struct that lost the field.
     (
         "a field removed",
-        "    pub title: Option<String>,\n",
+        "    /// The title.\n    pub title: Option<String>,\n",
         "",
         "breaking/existingFieldRemoval",
-        // The struct that lost the field.
-        7,
+        11,
     ),
+    // The new field.
     (
         "a new required field",
         "    pub tags: Vec<String>,\n",
         "    pub tags: Vec<String>,\n    pub owner: String,\n",
         "breaking/required",
-        // The new field.
-        14,
+        19,
     ),
     (
         "a maximum decreased",
         "max = 10",
         "max = 5",
         "ratcheted/maximum",
-        8,
+        12,
     ),
     (
         "a minimum increased",
         "min = 1,",
         "min = 2,",
         "ratcheted/minimum",
-        8,
+        12,
     ),
     (
         "an enum value removed",
         "    Unmanaged,\n",
         "",
         "ratcheted/enum",
-        11,
+        15,
     ),
     (
         "a type changed",
         "pub title: Option<String>",
         "pub title: Option<i64>",
         "breaking/type",
-        12,
+        16,
     ),
     (
         "a pattern added",
         "    pub title: Option<String>,",
         "    #[schemars(regex(pattern = \"^[a-z]+$\"))]\n    pub title: Option<String>,",
         "ratcheted/pattern",
-        12,
+        16,
     ),
     (
         "a scope changed",
         "kind = \"Blog\", namespaced)",
         "kind = \"Blog\")",
         "breaking/scope",
-        7,
+        11,
+    ),
+    (
+        "a default changed",
+        "    3\n",
+        "    4\n",
+        "breaking/default",
+        19,
+    ),
+    (
+        "a maxLength added",
+        "    pub title: Option<String>,",
+        "    #[schemars(length(max = 10))]\n    pub title: Option<String>,",
+        "ratcheted/maxLength",
+        16,
+    ),
+    (
+        "a maxItems added",
+        "    pub tags: Vec<String>,",
+        "    #[schemars(length(max = 3))]\n    pub tags: Vec<String>,",
+        "ratcheted/maxItems",
+        18,
+    ),
+    (
+        "a minLength added",
+        "    pub title: Option<String>,",
+        "    #[schemars(length(min = 1))]\n    pub title: Option<String>,",
+        "ratcheted/minLength",
+        16,
+    ),
+    (
+        "nullable removed",
+        "    pub title: Option<String>,",
+        "    #[serde(default)]\n    pub title: String,",
+        "breaking/nullable",
+        16,
+    ),
+    // int32 to int64: the same type, another format, which no check claims.
+    (
+        "a format changed",
+        "pub replicas: i32",
+        "pub replicas: i64",
+        "breaking/unhandled",
+        12,
     ),
 ];
 
@@ -286,8 +336,8 @@ fn each_rule_is_reported_at_the_rust_field_that_caused_it() {
 fn compatible_changes_pass_the_gate() {
     let dir = tempfile::tempdir().expect("tempdir");
     derive(BEFORE, dir.path());
-    // A new optional field, an added enum value (allowed by kopgen's defaults) and a
-    // loosened bound.
+    // A new optional field, an added enum value (allowed by kopgen's defaults), a loosened
+    // bound and a reworded doc comment.
     let after = BEFORE
         .replacen(
             "    pub tags: Vec<String>,\n",
@@ -295,7 +345,8 @@ fn compatible_changes_pass_the_gate() {
             1,
         )
         .replacen("    Unmanaged,\n", "    Unmanaged,\n    Paused,\n", 1)
-        .replacen("max = 10", "max = 20", 1);
+        .replacen("max = 10", "max = 20", 1)
+        .replacen("/// The title.", "/// The title, shown on the page.", 1);
     std::fs::write(dir.path().join("api.rs"), &after).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
         .current_dir(dir.path())
@@ -314,7 +365,12 @@ fn compatible_changes_pass_the_gate() {
         .expect("kopgen runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(!stderr.contains("breaking/"), "{stderr}");
+    // A changed doc comment is a changed description: reported, not fatal (kopgen's default).
+    assert!(
+        stderr.contains("warning[breaking/description]: api.rs:16:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("error["), "{stderr}");
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -412,5 +468,63 @@ fn a_project_gates_its_crds_against_the_last_commit() {
     assert!(
         !ok && output.contains("out of date"),
         "the stale CRD file still fails --check:\n{output}"
+    );
+}
+
+const TWO_VERSIONS: &str = r#"pub mod v1alpha1 {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+    #[kube(group = "apps.example.com", version = "v1alpha1", kind = "Blog", namespaced)]
+    pub struct BlogSpec {
+        pub title: String,
+    }
+}
+
+pub mod v1 {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+    #[kube(group = "apps.example.com", version = "v1", kind = "Blog", namespaced, storage = false)]
+    pub struct BlogSpec {
+        pub title: String,
+    }
+}
+"#;
+
+/// Dropping the version objects were stored in (the previous revision's storage version)
+/// strands them: refused at the kind.
+#[test]
+fn removing_the_stored_version_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    derive(TWO_VERSIONS, dir.path());
+    let v1_only = TWO_VERSIONS[TWO_VERSIONS.find("pub mod v1 {").expect("v1")..]
+        .replace(", storage = false", "");
+    std::fs::write(dir.path().join("api.rs"), &v1_only).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
+        .current_dir(dir.path())
+        .args([
+            "manifests",
+            "--paths",
+            "api.rs",
+            "--output-dir",
+            "crds",
+            "--derive",
+            "static",
+            "--against",
+            "crds",
+        ])
+        .output()
+        .expect("kopgen runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error[breaking/storedVersionRemoval]: api.rs:8:")
+            && stderr.contains("stored versions removed : [v1alpha1]"),
+        "{stderr}"
     );
 }
