@@ -380,7 +380,8 @@ fn kopgen_and_the_api_server_agree_on_which_rules_fit_the_cost_budget() {
 fn real_world_crds_fit_the_budget_as_the_api_server_says() {
     let test = "real_world_crds_fit_the_budget_as_the_api_server_says";
     let Some(dir) = support::corpus_dir() else {
-        support::skip(test, "no corpus of real-world CRDs beside the project");
+        // Data beside the repository, not a tool: its absence is never a CI failure.
+        support::control_plane::skip_notice(test, "../shared/corpus/crds not found");
         return;
     };
     let Some(plane) = support::control_plane(test, Options::default()) else {

@@ -602,6 +602,42 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     assert!(metrics.contains("# EOF"), "{metrics}");
     lap("metrics: 401, 403, 200 over HTTPS", &mut timings);
 
+    // controller-runtime's names, as Kubebuilder's dashboards read them: every query of the
+    // scaffolded dashboards finds its metric and labels, and the counts follow what this test
+    // did (reconciles that succeeded, the foreign ConfigMap's failures, one leader).
+    let problems = support::dashboard_problems(&project, &metrics);
+    assert!(problems.is_empty(), "{}\n{metrics}", problems.join("\n"));
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{series} missing from\n{metrics}"))
+    };
+    assert!(
+        value(r#"controller_runtime_reconcile_total{controller="apps-blog",result="success"}"#)
+            >= 1.0
+    );
+    assert!(value(r#"controller_runtime_reconcile_errors_total{controller="apps-blog"}"#) >= 1.0);
+    assert!(value(r#"workqueue_retries_total{name="apps-blog",controller="apps-blog"}"#) >= 1.0);
+    assert_eq!(
+        value(r#"leader_election_master_status{name="demo.example.com"}"#),
+        1.0
+    );
+    assert!(value("process_resident_memory_bytes") > 0.0);
+    // Once nothing changes, nothing waits.
+    eventually("the work queues drain", &context, || {
+        let (_, now) = https_get(&url, Some(token("scraper").trim()));
+        let depths: Vec<&str> = now
+            .lines()
+            .filter(|l| l.starts_with("workqueue_depth{"))
+            .collect();
+        (!depths.is_empty() && depths.iter().all(|l| l.ends_with(" 0"))).then_some(())
+    });
+    lap(
+        "metrics: controller-runtime's names, dashboards' queries",
+        &mut timings,
+    );
+
     // Deleting the Blog runs the finalizer; the garbage collector removes the ConfigMap.
     kubectl_ok(
         &plane,

@@ -80,8 +80,8 @@ impl Backoff {
         error: &Error,
         metrics: &Metrics,
     ) -> Action {
-        metrics.reconcile_failed(controller, error);
         let retry = error.retry();
+        metrics.reconcile_failed(controller, error, retry == Retry::OnChange);
         warn!(
             controller,
             name = %object.name_any(),
@@ -90,17 +90,20 @@ impl Backoff {
             ?retry,
             "reconcile failed"
         );
-        match retry {
+        let delay = match retry {
             Retry::Backoff => {
                 let uid = object.uid().unwrap_or_default();
                 let own = crate::reconciler::jittered(self.next_delay(&uid), &uid);
                 let overall = (self.overall.lock())
                     .map_or(Duration::ZERO, |mut bucket| bucket.reserve(Instant::now()));
-                Action::requeue(own.max(overall))
+                own.max(overall)
             }
-            Retry::After(delay) => Action::requeue(delay),
-            Retry::OnChange => Action::await_change(),
-        }
+            Retry::After(delay) => delay,
+            Retry::OnChange => return Action::await_change(),
+        };
+        let key = crate::reconciler::queue_key(object.namespace().as_deref(), &object.name_any());
+        metrics.requeued(controller, &key, Instant::now() + delay, true);
+        Action::requeue(delay)
     }
 }
 

@@ -50,7 +50,8 @@ impl Identity {
         format!("{}-validating-webhook-configuration", self.name)
     }
 
-    /// The prefix of the manager's metric names: the name with `_` for `-`.
+    /// The prefix of the manager's one metric without a controller-runtime name (errors by
+    /// kind): the name with `_` for `-`.
     pub fn metrics_prefix(&self) -> String {
         self.name.replace('-', "_")
     }

@@ -198,10 +198,21 @@ impl Manager {
         let manager = self.identity.manager();
         info!(namespace = ?config.watch_namespace(), "starting {manager}");
 
+        let metrics = ctx.metrics.clone();
         let controllers = self.run_controllers(ctx, shutdown.clone());
         let result = match election {
             Some(election) => {
-                leader::run_as_leader(client, &election, shutdown.clone(), controllers).await
+                // `leader_election_master_status`, as client-go reports it: 1 while leading.
+                let lease = election.lease_name.clone();
+                metrics.leading(&lease, false);
+                let leading = async {
+                    metrics.leading(&lease, true);
+                    controllers.await
+                };
+                let result =
+                    leader::run_as_leader(client, &election, shutdown.clone(), leading).await;
+                metrics.leading(&lease, false);
+                result
             }
             None => controllers.await,
         };

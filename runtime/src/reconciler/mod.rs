@@ -84,6 +84,7 @@ use crate::{
     backoff::Backoff,
     caches::owner_ref,
     children::{Caches, Children, Desired, Observed},
+    metrics::Outcome,
     recent::Recent,
     sync::WatchErrors,
     watch,
@@ -316,6 +317,8 @@ pub async fn run<R: Reconcile>(
         })
         .reflect(writer)
         .applied_objects();
+    let metrics = ctx.metrics.clone();
+    metrics.controller_started(R::NAME, ctx.concurrency);
     let triggers = if R::OWNS_STATUS {
         // Status writes (this controller's own included) do not change the generation.
         events
@@ -323,6 +326,15 @@ pub async fn run<R: Reconcile>(
             .boxed()
     } else {
         events.boxed()
+    };
+    let triggers = {
+        let metrics = metrics.clone();
+        triggers.inspect_ok(move |object| {
+            metrics.queued(
+                R::NAME,
+                &queue_key(object.namespace().as_deref(), &object.name_any()),
+            )
+        })
     };
     // Children live where the manager watches, whatever the owner's scope.
     let namespace = ctx.namespace.as_deref();
@@ -337,8 +349,14 @@ pub async fn run<R: Reconcile>(
     }
     // The caches' watches stop with the controller.
     let _tasks = AbortOnDrop(tasks);
-    let owners = futures::stream::select_all(owners)
-        .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)));
+    let owners = {
+        let metrics = metrics.clone();
+        futures::stream::select_all(owners)
+            .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)))
+            .inspect(move |owner| {
+                metrics.queued(R::NAME, &queue_key(owner.namespace.as_deref(), &owner.name))
+            })
+    };
     let shared = Arc::new(Shared::new(Arc::new(reconciler), ctx.clone(), caches));
     let synced = {
         let shared = shared.clone();
@@ -359,12 +377,17 @@ pub async fn run<R: Reconcile>(
         .run(reconcile::<R>, error_policy::<R>, shared)
         .for_each(|result| {
             let errors = errors.clone();
+            let metrics = metrics.clone();
             async move {
                 match result {
                     Ok((object, _)) => debug!(%object, "reconciled"),
                     // Logged once, by `error_policy`.
                     Err(controller::Error::ReconcilerFailed(..)) => {}
                     Err(controller::Error::ObjectNotFound(object)) => {
+                        metrics.forget(
+                            R::NAME,
+                            &queue_key(object.namespace.as_deref(), &object.name),
+                        );
                         debug!(%object, "deleted before its reconcile")
                     }
                     Err(error) => {
@@ -446,17 +469,44 @@ pub async fn reconcile<R: Reconcile>(
     shared: Arc<Shared<R>>,
 ) -> Result<Action> {
     let ctx = &shared.ctx;
-    let _timer = ctx.metrics.reconcile_started(R::NAME);
+    let key = queue_key(object.namespace().as_deref(), &object.name_any());
+    let timer = ctx.metrics.reconcile_started(R::NAME, &key);
     let limit = ctx.timeouts.reconcile;
-    match tokio::time::timeout(limit, reconcile_once(&*object, &shared)).await {
+    let outcome = match tokio::time::timeout(limit, reconcile_once(&*object, &shared)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(Error::Timeout(format!(
             "the reconcile took longer than {limit:?} (--reconcile-timeout)"
         ))),
+    };
+    // A failure is counted, and queued again, by the error policy.
+    let (delay, asked) = outcome?;
+    timer.finish(if asked {
+        Outcome::RequeueAfter
+    } else {
+        Outcome::Success
+    });
+    let Some(delay) = delay else {
+        return Ok(Action::await_change());
+    };
+    ctx.metrics
+        .requeued(R::NAME, &key, std::time::Instant::now() + delay, false);
+    Ok(Action::requeue(delay))
+}
+
+/// How the work queue's metrics name an object: `namespace/name`, or `name`.
+pub(crate) fn queue_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
     }
 }
 
-async fn reconcile_once<R: Reconcile>(object: &R::Kind, shared: &Shared<R>) -> Result<Action> {
+/// One reconcile: when to run again (`None`: at the next change), and whether the controller
+/// asked for that time.
+async fn reconcile_once<R: Reconcile>(
+    object: &R::Kind,
+    shared: &Shared<R>,
+) -> Result<(Option<Duration>, bool)> {
     let ctx = &shared.ctx;
     shared.caches.filled_once().await?;
     let api = own_api::<R>(object, ctx)?;
@@ -464,7 +514,7 @@ async fn reconcile_once<R: Reconcile>(object: &R::Kind, shared: &Shared<R>) -> R
     if object.meta().deletion_timestamp.is_some() {
         finalizer::finalize(&api, object, shared).await?;
         shared.forget(object);
-        return Ok(Action::await_change());
+        return Ok((None, false));
     }
     if let Some(finalizer) = R::FINALIZER
         && !object.finalizers().iter().any(|f| f == finalizer)
@@ -495,11 +545,10 @@ async fn reconcile_once<R: Reconcile>(object: &R::Kind, shared: &Shared<R>) -> R
     }
     let desired = outcome?;
     shared.backoff.forget(&uid);
-    let delay = match desired.requeue_after {
-        Some(delay) => delay.min(RESYNC),
-        None => jittered(RESYNC, &uid),
-    };
-    Ok(Action::requeue(delay))
+    Ok(match desired.requeue_after {
+        Some(delay) => (Some(delay.min(RESYNC)), true),
+        None => (Some(jittered(RESYNC, &uid)), false),
+    })
 }
 
 /// `period`, made up to 10% longer by a value drawn for `key` in this process.
