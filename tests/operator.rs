@@ -605,7 +605,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     // controller-runtime's names, as Kubebuilder's dashboards read them: every query of the
     // scaffolded dashboards finds its metric and labels, and the counts follow what this test
     // did (reconciles that succeeded, the foreign ConfigMap's failures, one leader).
-    let problems = support::dashboard_problems(&project, &metrics);
+    let problems = support::dashboards::problems(&project, &metrics);
     assert!(problems.is_empty(), "{}\n{metrics}", problems.join("\n"));
     let value = |series: &str| -> f64 {
         metrics
