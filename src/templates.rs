@@ -4,9 +4,10 @@
 //! A template's path below its set (`init/`, `api/`) minus the `.tera` suffix is where it is
 //! rendered to, unless the scaffold maps it elsewhere (paths that depend on names).
 //!
-//! `templates/legacy/<version>/` holds, frozen, the templates of kopgen releases from before
-//! projects recorded what kopgen wrote (`.kopgen/scaffold/`): `kopgen upgrade` renders them to
-//! know what such a project got ([`Release`]).
+//! `src/upgrade/releases/<version>/` holds, frozen as data, the templates of kopgen releases from
+//! before projects recorded what kopgen wrote (`.kopgen/scaffold/`): `kopgen upgrade` renders
+//! them to know what such a project got ([`Release`]). They are not templates of new projects
+//! (kopgen 0.1.0 scaffolded its machinery; the runtime crate holds it now), so they live apart.
 
 use std::sync::OnceLock;
 
@@ -14,6 +15,7 @@ use include_dir::{Dir, include_dir};
 use thiserror::Error;
 
 static TEMPLATES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/templates");
+static RELEASES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/src/upgrade/releases");
 
 #[derive(Debug, Error)]
 pub enum TemplateError {
@@ -22,9 +24,6 @@ pub enum TemplateError {
     #[error("embedded templates failed to load: {0}")]
     Load(String),
 }
-
-/// Where the frozen templates of earlier releases are, below `templates/`.
-const LEGACY: &str = "legacy";
 
 /// A release whose templates are kept: this one, or an earlier one for `kopgen upgrade`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +50,12 @@ impl Release {
             .find(|release| release.version() == cli_version)
     }
 
-    /// The directory of this release's templates below `templates/`, and their name prefix.
+    /// The directory of this release's templates below `src/upgrade/releases/`, and their
+    /// name prefix; `None` for the current templates.
     fn root(self) -> Option<&'static str> {
         match self {
             Release::Current => None,
-            Release::V0_1_0 => Some("legacy/0.1.0"),
+            Release::V0_1_0 => Some("0.1.0"),
         }
     }
 }
@@ -72,9 +72,13 @@ fn engine_of(release: Release) -> Result<&'static tera::Tera, TemplateError> {
         let mut tera = tera::Tera::default();
         tera.autoescape_on(vec![]);
         let mut sources = Vec::new();
-        match release.root().and_then(|root| TEMPLATES.get_dir(root)) {
-            Some(dir) => collect(dir, &mut sources),
-            None => collect_current(&TEMPLATES, &mut sources),
+        match release.root() {
+            Some(root) => {
+                if let Some(dir) = RELEASES.get_dir(root) {
+                    collect(dir, &mut sources);
+                }
+            }
+            None => collect(&TEMPLATES, &mut sources),
         }
         let prefix = release.root().map(|root| format!("{root}/"));
         let named = sources.into_iter().map(|(name, text)| {
@@ -102,21 +106,6 @@ fn collect<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
     }
 }
 
-/// The current templates: every set but the legacy ones.
-fn collect_current<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
-    for file in dir.files() {
-        if let (Some(path), Some(text)) = (file.path().to_str(), file.contents_utf8()) {
-            out.push((path, text));
-        }
-    }
-    for sub in dir
-        .dirs()
-        .filter(|d| d.path() != std::path::Path::new(LEGACY))
-    {
-        collect(sub, out);
-    }
-}
-
 /// Names of the templates under `set/` (e.g. `init`), sorted, with the set prefix.
 pub fn list(set: &str) -> Vec<String> {
     list_of(Release::Current, set)
@@ -126,7 +115,7 @@ pub fn list(set: &str) -> Vec<String> {
 pub fn list_of(release: Release, set: &str) -> Vec<String> {
     let mut names = Vec::new();
     let dir = match release.root() {
-        Some(root) => TEMPLATES.get_dir(format!("{root}/{set}")),
+        Some(root) => RELEASES.get_dir(format!("{root}/{set}")),
         None => TEMPLATES.get_dir(set),
     };
     if let Some(dir) = dir {

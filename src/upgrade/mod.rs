@@ -2,7 +2,7 @@
 //!
 //! The merge base is not stored in the project: it is re-rendered. PROJECT records the kopgen
 //! version that last scaffolded the project (`cliVersion`) and everything that was scaffolded;
-//! that version's templates (kept in `templates/legacy/<version>/` once a release changes them)
+//! that version's templates (kept in `src/upgrade/releases/<version>/` once a release changes them)
 //! replay the project's history into a scratch directory ([`replay`]), and this version's
 //! templates replay it again. Each scaffolded file then gets a three-way merge ([`merge`]), so
 //! upgrades work the same in a git repository and out of one, and nothing extra is committed.
