@@ -68,6 +68,12 @@ fn reconcile_histogram() -> Histogram {
     Histogram::new(RECONCILE_BUCKETS)
 }
 
+/// client-go's help text of `leader_election_master_status`.
+const LEADER_HELP: &str = concat!(
+    "Gauge of if the reporting system is master of the relevant lease, ",
+    "0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."
+);
+
 /// The manager's metrics, served at `/metrics`.
 pub struct Metrics {
     /// Where every metric is registered; a project may register its own here.
@@ -151,7 +157,7 @@ impl Metrics {
             "Number of currently used workers per controller",
             active_workers.clone(),
         );
-        c.register("leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.", leader.clone());
+        c.register("leader_election_master_status", LEADER_HELP, leader.clone());
         queue::register(c, &queues);
         c.register_collector(Box::new(process::Process));
         registry.sub_registry_with_prefix(prefix).register(

@@ -227,7 +227,11 @@ impl Collector for Gauges {
         }
         let mut gauge = encoder.encode_descriptor(
             "workqueue_unfinished_work_seconds",
-            "How many seconds of work has done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            concat!(
+                "How many seconds of work has done that is in progress and hasn't been observed ",
+                "by work_duration. Large values indicate stuck threads. One can deduce the number ",
+                "of stuck threads by observing the rate at which this increases."
+            ),
             None,
             MetricType::Gauge,
         )?;
