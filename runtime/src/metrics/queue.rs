@@ -50,8 +50,9 @@ pub(crate) struct Work {
 
 #[derive(Default)]
 struct Queue {
-    /// Objects waiting, each with when it is (or was) due.
-    pending: HashMap<String, Instant>,
+    /// Objects waiting (by a hash of their key: every object can wait for its resync, and 8
+    /// bytes a key keep that small), each with when it is (or was) due.
+    pending: HashMap<u64, Instant>,
     /// Reconciles running, by id, with their start.
     running: HashMap<u64, Instant>,
     next: u64,
@@ -67,6 +68,7 @@ pub(crate) struct Queues {
     retries: Family<QueueLabels, Counter>,
     waits: Histograms,
     work: Histograms,
+    hasher: std::hash::RandomState,
 }
 
 impl std::fmt::Debug for Queue {
@@ -86,6 +88,7 @@ impl Default for Queues {
             retries: Family::default(),
             waits: Family::new_with_constructor(queue_histogram as fn() -> Histogram),
             work: Family::new_with_constructor(queue_histogram as fn() -> Histogram),
+            hasher: std::hash::RandomState::new(),
         }
     }
 }
@@ -128,9 +131,10 @@ impl Queues {
     pub(super) fn add(&self, controller: &str, key: &str, due: Instant) {
         let mut state = self.state();
         let queue = state.entry(controller.to_owned()).or_default();
-        let added = match queue.pending.get_mut(key) {
+        let key = self.hash(key);
+        let added = match queue.pending.get_mut(&key) {
             None => {
-                queue.pending.insert(key.to_owned(), due);
+                queue.pending.insert(key, due);
                 true
             }
             Some(at) if *at > due => {
@@ -152,6 +156,12 @@ impl Queues {
         self.state().entry(controller.to_owned()).or_default();
     }
 
+    /// An object's key as the queue holds it. Two keys of one hash would count as one object
+    /// in the metrics, never in the controller.
+    fn hash(&self, key: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, key)
+    }
+
     pub(super) fn retried(&self, controller: &str) {
         self.retries.get_or_create(&labels(controller)).inc();
     }
@@ -162,7 +172,7 @@ impl Queues {
         let queue = state.entry(controller.to_owned()).or_default();
         let waited = queue
             .pending
-            .remove(key)
+            .remove(&self.hash(key))
             .map_or(0.0, |due| now.saturating_duration_since(due).as_secs_f64());
         self.waits
             .get_or_create(&labels(controller))
@@ -186,7 +196,7 @@ impl Queues {
     /// `key` is gone (deleted before its turn): it no longer waits.
     pub(super) fn forget(&self, controller: &str, key: &str) {
         if let Some(queue) = self.state().get_mut(controller) {
-            queue.pending.remove(key);
+            queue.pending.remove(&self.hash(key));
         }
     }
 }
