@@ -181,19 +181,7 @@ fn the_samples_of_a_scaffolded_project_pass_a_server_side_dry_run() {
         let args: Vec<&str> = args.split_whitespace().collect();
         support::create_api_ok(&project, &args);
     }
-    let crds = plane
-        .kubectl()
-        .args(["kustomize"])
-        .arg(project.join("config/crd"))
-        .output()
-        .expect("kubectl kustomize");
-    assert!(crds.status.success(), "{crds:?}");
-    let install = plane.kubectl_with_input(
-        &["apply", "--server-side", "-f", "-"],
-        &String::from_utf8_lossy(&crds.stdout),
-    );
-    assert!(install.status.success(), "make install failed: {install:?}");
-    wait_established(&plane);
+    install_crds(&plane, &project);
     let samples = project.join("config/samples");
     let mut count = 0;
     for entry in std::fs::read_dir(&samples).expect("samples") {
@@ -216,6 +204,23 @@ fn the_samples_of_a_scaffolded_project_pass_a_server_side_dry_run() {
         );
     }
     assert_eq!(count, 4, "one sample per kind and version");
+}
+
+/// `make install`: the project's `config/crd` applied server-side, each CRD established.
+fn install_crds(plane: &ControlPlane, project: &Path) {
+    let crds = plane
+        .kubectl()
+        .args(["kustomize"])
+        .arg(project.join("config/crd"))
+        .output()
+        .expect("kubectl kustomize");
+    assert!(crds.status.success(), "{crds:?}");
+    let install = plane.kubectl_with_input(
+        &["apply", "--server-side", "-f", "-"],
+        &String::from_utf8_lossy(&crds.stdout),
+    );
+    assert!(install.status.success(), "make install failed: {install:?}");
+    wait_established(plane);
 }
 
 /// Waits until every CRD is established, so objects of its kinds can be created.
@@ -331,19 +336,7 @@ fn a_sample_failing_a_cel_rule_fails_the_check_and_the_server() {
         check.stderr
     );
 
-    let crds = plane
-        .kubectl()
-        .args(["kustomize"])
-        .arg(project.join("config/crd"))
-        .output()
-        .expect("kubectl kustomize");
-    assert!(crds.status.success(), "{crds:?}");
-    let install = plane.kubectl_with_input(
-        &["apply", "--server-side", "-f", "-"],
-        &String::from_utf8_lossy(&crds.stdout),
-    );
-    assert!(install.status.success(), "{install:?}");
-    wait_established(&plane);
+    install_crds(&plane, &project);
 
     let sample = project.join("config/samples/apps_v1alpha1_blog.yaml");
     let good = std::fs::read_to_string(&sample).expect("sample");

@@ -133,28 +133,35 @@ fn crdify_cases_give_crdifys_verdicts() {
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
 
-/// Derives `source` (one Rust API file) into `dir`.
-fn derive(source: &str, dir: &Path) {
-    let file = dir.join("api.rs");
-    std::fs::write(&file, source).expect("write api.rs");
+/// `kopgen manifests` of `dir/api.rs` into `dir/crds`, with `extra` flags: whether it
+/// succeeded, and what it printed on stderr.
+fn manifests(dir: &Path, extra: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
         .current_dir(dir)
-        .args([
-            "manifests",
-            "--paths",
-            "api.rs",
-            "--output-dir",
-            "crds",
-            "--derive",
-            "static",
-        ])
+        .args(["manifests", "--paths", "api.rs", "--output-dir", "crds"])
+        .args(["--derive", "static"])
+        .args(extra)
         .output()
         .expect("kopgen runs");
-    assert!(
+    (
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Derives `source` (one Rust API file) into `dir`: the previous revision.
+fn derive(source: &str, dir: &Path) {
+    std::fs::write(dir.join("api.rs"), source).expect("write api.rs");
+    let (ok, stderr) = manifests(dir, &[]);
+    assert!(ok, "{stderr}");
+}
+
+/// `dir/api.rs` replaced by `source`, then gated against the previous revision.
+fn gate(source: &str, dir: &Path, extra: &[&str]) -> (bool, String) {
+    std::fs::write(dir.join("api.rs"), source).expect("write api.rs");
+    let mut args = vec!["--against", "crds"];
+    args.extend_from_slice(extra);
+    manifests(dir, &args)
 }
 
 const BEFORE: &str = r#"use kube::CustomResource;
@@ -298,28 +305,8 @@ fn each_rule_is_reported_at_the_rust_field_that_caused_it() {
         derive(BEFORE, dir.path());
         let after = BEFORE.replacen(from, to, 1);
         assert_ne!(after, BEFORE, "{what}: the change applies");
-        std::fs::write(dir.path().join("api.rs"), &after).expect("write");
-        let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
-            .current_dir(dir.path())
-            .args([
-                "manifests",
-                "--paths",
-                "api.rs",
-                "--output-dir",
-                "crds",
-                "--derive",
-                "static",
-                "--check",
-                "--against",
-                "crds",
-            ])
-            .output()
-            .expect("kopgen runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success(),
-            "{what}: the gate fails the run\n{stderr}"
-        );
+        let (ok, stderr) = gate(&after, dir.path(), &["--check"]);
+        assert!(!ok, "{what}: the gate fails the run\n{stderr}");
         let wanted = format!("error[{check}]: api.rs:{line}:");
         assert!(
             stderr.contains(&wanted),
@@ -347,24 +334,8 @@ fn compatible_changes_pass_the_gate() {
         .replacen("    Unmanaged,\n", "    Unmanaged,\n    Paused,\n", 1)
         .replacen("max = 10", "max = 20", 1)
         .replacen("/// The title.", "/// The title, shown on the page.", 1);
-    std::fs::write(dir.path().join("api.rs"), &after).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
-        .current_dir(dir.path())
-        .args([
-            "manifests",
-            "--paths",
-            "api.rs",
-            "--output-dir",
-            "crds",
-            "--derive",
-            "static",
-            "--against",
-            "crds",
-        ])
-        .output()
-        .expect("kopgen runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (ok, stderr) = gate(&after, dir.path(), &[]);
+    assert!(ok, "{stderr}");
     // A changed doc comment is a changed description: reported, not fatal (kopgen's default).
     assert!(
         stderr.contains("warning[breaking/description]: api.rs:16:"),
@@ -504,24 +475,8 @@ fn removing_the_stored_version_is_refused() {
     derive(TWO_VERSIONS, dir.path());
     let v1_only = TWO_VERSIONS[TWO_VERSIONS.find("pub mod v1 {").expect("v1")..]
         .replace(", storage = false", "");
-    std::fs::write(dir.path().join("api.rs"), &v1_only).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_kopgen"))
-        .current_dir(dir.path())
-        .args([
-            "manifests",
-            "--paths",
-            "api.rs",
-            "--output-dir",
-            "crds",
-            "--derive",
-            "static",
-            "--against",
-            "crds",
-        ])
-        .output()
-        .expect("kopgen runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let (ok, stderr) = gate(&v1_only, dir.path(), &[]);
+    assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("error[breaking/storedVersionRemoval]: api.rs:8:")
             && stderr.contains("stored versions removed : [v1alpha1]"),

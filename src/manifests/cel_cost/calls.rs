@@ -67,16 +67,7 @@ impl<'a> Coster<'a> {
                     Ty::List(item) => {
                         let mut element = Range::fixed(1);
                         if item.is_text() {
-                            let mut path = self.path(t);
-                            path.push("@items".into());
-                            let size = match (path.len() > 1).then(|| self.decl_at(&path)).flatten()
-                            {
-                                Some(node) => Range {
-                                    min: 0,
-                                    max: node.max_elements.max(0) as u64,
-                                },
-                                None => Range::UNKNOWN,
-                            };
+                            let size = self.element_size(t);
                             element = element.add(size.factor(STRING_TRAVERSAL));
                         }
                         self.size_or_unknown(t).mul(element)
@@ -137,15 +128,7 @@ impl<'a> Coster<'a> {
                 let list = self.size_or_unknown(t);
                 let mut size = Range::fixed(0);
                 if matches!(target_ty, Some(Ty::List(_))) {
-                    let mut path = self.path(t);
-                    path.push("@items".into());
-                    let element = match (path.len() > 1).then(|| self.decl_at(&path)).flatten() {
-                        Some(node) => Range {
-                            min: 0,
-                            max: node.max_elements.max(0) as u64,
-                        },
-                        None => Range::UNKNOWN,
-                    };
+                    let element = self.element_size(t);
                     size = list.mul(element);
                 }
                 if n > 0 {
@@ -385,6 +368,23 @@ impl<'a> Coster<'a> {
             self.sizes.insert(e.id, size);
         }
         (target_cost.add(fn_cost), ty)
+    }
+}
+
+impl Coster<'_> {
+    /// The size of a list's elements as Kubernetes' library sizes them (`listElementNode`):
+    /// from the schema at the list's path, unknown for a list without one (one a
+    /// comprehension built).
+    fn element_size(&self, list: &IdedExpr) -> Range {
+        let mut path = self.path(list);
+        path.push("@items".into());
+        match (path.len() > 1).then(|| self.decl_at(&path)).flatten() {
+            Some(node) => Range {
+                min: 0,
+                max: node.max_elements.max(0) as u64,
+            },
+            None => Range::UNKNOWN,
+        }
     }
 }
 
