@@ -262,15 +262,7 @@ impl<'a> Coster<'a> {
                 let size = self
                     .size_or_unknown(arg(1))
                     .union(self.size_or_unknown(arg(2)));
-                if let (Some(a), Some(b)) = (self.entry(arg(1)), self.entry(arg(2))) {
-                    self.entries.insert(
-                        e.id,
-                        Entry {
-                            is_list: a.is_list,
-                            value: a.value.union(b.value),
-                        },
-                    );
-                }
+                self.union_entries(e, arg(1), arg(2));
                 let ty = if tys[1] == Ty::Dyn {
                     tys[2].clone()
                 } else {
@@ -281,15 +273,7 @@ impl<'a> Coster<'a> {
             ("_+_", None, 2) => {
                 let (left, right) = (self.size_or_unknown(arg(0)), self.size_or_unknown(arg(1)));
                 let size = left.add(right);
-                if let (Some(a), Some(b)) = (self.entry(arg(0)), self.entry(arg(1))) {
-                    self.entries.insert(
-                        e.id,
-                        Entry {
-                            is_list: a.is_list,
-                            value: a.value.union(b.value),
-                        },
-                    );
-                }
+                self.union_entries(e, arg(0), arg(1));
                 let known = if tys[0] == Ty::Dyn {
                     tys[1].clone()
                 } else {
@@ -372,6 +356,21 @@ impl<'a> Coster<'a> {
 }
 
 impl Coster<'_> {
+    /// `e` holds what either `a` or `b` holds (cel-go's `entrySizeEstimate.union`), where both
+    /// are known.
+    fn union_entries(&mut self, e: &IdedExpr, a: &IdedExpr, b: &IdedExpr) {
+        if let (Some(a), Some(b)) = (self.entry(a), self.entry(b)) {
+            let value = a.value.union(b.value);
+            self.entries.insert(
+                e.id,
+                Entry {
+                    is_list: a.is_list,
+                    value,
+                },
+            );
+        }
+    }
+
     /// The size of a list's elements as Kubernetes' library sizes them (`listElementNode`):
     /// from the schema at the list's path, unknown for a list without one (one a
     /// comprehension built).
