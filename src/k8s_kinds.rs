@@ -50,6 +50,11 @@ pub fn is_builtin_name(name: &str) -> bool {
         || all().any(|k| k.plural == name || k.kind.eq_ignore_ascii_case(name))
 }
 
+/// Whether `kind` is a built-in kind without a namespace (in any group).
+pub fn is_cluster_scoped(kind: &str) -> bool {
+    all().any(|k| k.kind == kind && !k.namespaced)
+}
+
 /// Finds a built-in kind. `group` may be the full group (`networking.k8s.io`) or its first
 /// label (`networking`), as Kubebuilder accepts for core types; `core` is the legacy group.
 pub fn find(group: &str, version: &str, kind: &str) -> Option<BuiltinKind> {

@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod changeset;
+pub mod chart;
 pub mod cli;
 pub mod compat;
 pub mod insertion;

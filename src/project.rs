@@ -29,6 +29,9 @@ pub enum ProjectError {
 pub struct Project {
     pub cli_version: String,
     pub domain: String,
+    /// `manifests` renders a Helm chart into `dist/chart/` (`kopgen edit --helm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub helm: bool,
     pub layout: Vec<String>,
     /// The manager watches only its own namespace(s) (Roles instead of ClusterRoles).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -134,6 +137,15 @@ impl Resource {
 }
 
 impl Project {
+    /// The CRDs (`plural.group`) that a conversion webhook converts, sorted.
+    pub fn converted_crds(&self) -> Vec<String> {
+        let crds: std::collections::BTreeSet<String> = (self.resources.iter())
+            .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
+            .map(|r| format!("{}.{}", r.plural(), r.full_group()))
+            .collect();
+        crds.into_iter().collect()
+    }
+
     pub fn load(root: &Path) -> Result<Self, ProjectError> {
         let path = root.join(PROJECT_FILE);
         let text = match crate::regular_file::read_to_string(&path) {

@@ -78,7 +78,15 @@ fn engine_of(release: Release) -> Result<&'static tera::Tera, TemplateError> {
                     collect(dir, &mut sources);
                 }
             }
-            None => collect(&TEMPLATES, &mut sources),
+            // The chart's files are Helm templates, written as they are (see [`chart_file`]).
+            None => {
+                for dir in TEMPLATES
+                    .dirs()
+                    .filter(|d| d.path() != std::path::Path::new(CHART))
+                {
+                    collect(dir, &mut sources);
+                }
+            }
         }
         let prefix = release.root().map(|root| format!("{root}/"));
         let named = sources.into_iter().map(|(name, text)| {
@@ -104,6 +112,16 @@ fn collect<'a>(dir: &'a Dir<'a>, out: &mut Vec<(&'a str, &'a str)>) {
     for sub in dir.dirs() {
         collect(sub, out);
     }
+}
+
+/// The directory of the Helm chart's own files: Helm templates, not Tera ones.
+const CHART: &str = "chart";
+
+/// A file of the Helm chart kopgen renders (`_helpers.tpl`, ...), as it is written.
+pub fn chart_file(name: &str) -> Option<&'static str> {
+    TEMPLATES
+        .get_file(format!("{CHART}/{name}"))
+        .and_then(|f| f.contents_utf8())
 }
 
 /// Names of the templates under `set/` (e.g. `init`), sorted, with the set prefix.

@@ -336,6 +336,17 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
             display_path(&cwd, &output_dir)
         );
     }
+    // The Helm chart, from the same CRDs, role and webhooks, and the files of config/.
+    if let (Some(project), Some(role)) = (&project, &role)
+        && project.helm
+    {
+        let derived = crate::chart::Derived {
+            crds: &outputs,
+            role,
+            webhooks: webhooks.as_deref(),
+        };
+        crate::chart::render(project, &derived, &mut changes).context("kopgen manifests")?;
+    }
     for output in outputs {
         changes.put(output_dir.join(output.path), output.contents);
     }

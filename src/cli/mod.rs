@@ -2,6 +2,7 @@
 //! did and turns errors into messages. Everything below it returns typed errors.
 
 use std::{
+    ffi::OsStr,
     io::Write,
     path::{Path, PathBuf},
     process::ExitCode,
@@ -201,11 +202,16 @@ pub struct DeleteApiArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("change").required(true).multiple(true)))]
 pub struct EditArgs {
     /// Where the webhook server's certificate comes from: cert-manager, or the manager itself
     /// (a CA and certificate it keeps in a Secret, renews, and sets as caBundle).
-    #[arg(long, value_enum)]
-    pub webhook_certificates: Certificates,
+    #[arg(long, value_enum, group = "change")]
+    pub webhook_certificates: Option<Certificates>,
+    /// Render a Helm chart into dist/chart/ with every `kopgen manifests` (recorded in PROJECT);
+    /// `--helm=false` stops rendering it (the chart's files stay).
+    #[arg(long, group = "change", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub helm: Option<bool>,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
@@ -419,9 +425,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             finish(&changes, args.dry_run, out)?;
         }
         Command::Edit(args) => {
-            let changes = webhook::plan_certificates(&args.path, args.webhook_certificates)
-                .context("kopgen edit")?;
-            finish(&changes, args.dry_run, out)?;
+            if let Some(mode) = args.webhook_certificates {
+                let changes =
+                    webhook::plan_certificates(&args.path, mode).context("kopgen edit")?;
+                finish(&changes, args.dry_run, out)?;
+            }
+            if let Some(helm) = args.helm {
+                edit_helm(&args.path, helm, args.dry_run, out)?;
+            }
         }
         Command::Manifests(args) => return manifests::run(args, out),
         Command::Crd(command) => return crd::run(command, out),
@@ -434,6 +445,40 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `kopgen edit --helm`: records the switch in PROJECT and, when it is on, renders the chart
+/// at once with `kopgen manifests` (which renders it from then on).
+fn edit_helm(path: &Path, helm: bool, dry_run: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut project = crate::project::Project::load(path).context("kopgen edit --helm")?;
+    if project.helm != helm {
+        project.helm = helm;
+        let mut changes = ChangeSet::new(path.to_path_buf());
+        changes.put(crate::project::PROJECT_FILE, project.render());
+        finish(&changes, dry_run, out)?;
+    }
+    if !helm {
+        writeln!(
+            out,
+            "note: `kopgen manifests` no longer renders {}; its files are left as they are",
+            crate::chart::DIR
+        )?;
+        return Ok(());
+    }
+    if dry_run {
+        writeln!(out, "would render {} (kopgen manifests)", crate::chart::DIR)?;
+        return Ok(());
+    }
+    let cli = Cli::try_parse_from([
+        OsStr::new("kopgen"),
+        OsStr::new("manifests"),
+        OsStr::new("--path"),
+        path.as_os_str(),
+    ])?;
+    match cli.command {
+        Command::Manifests(args) => manifests::run(args, out),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `changes` (or only lists them with `dry_run`) and prints one line per file, like `cargo new`.

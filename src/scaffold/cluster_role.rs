@@ -15,11 +15,7 @@ pub(super) const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/clust
 
 /// The CRDs with a conversion webhook, as the [`CLUSTER_ROLE`] lists them.
 pub(super) fn converted_crds(project: &Project) -> Vec<String> {
-    let crds: std::collections::BTreeSet<String> = (project.resources.iter())
-        .filter(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion))
-        .map(|r| format!("{}.{}", r.plural(), r.full_group()))
-        .collect();
-    crds.into_iter().collect()
+    project.converted_crds()
 }
 
 /// Writes the [`CLUSTER_ROLE`] for the CRDs converted `now`. The file is kopgen's whole, so

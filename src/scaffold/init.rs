@@ -167,6 +167,7 @@ pub(crate) fn plan_as(
     let project = Project {
         cli_version: release.version().to_owned(),
         domain: options.domain.clone(),
+        helm: false,
         layout: vec![project::LAYOUT.to_owned()],
         namespaced: options.namespaced,
         project_name,

@@ -358,6 +358,10 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
         (&converted, false),
     )?;
     changes.put(project::PROJECT_FILE, project.render());
+    let values = std::path::Path::new(crate::chart::DIR).join("values.yaml");
+    if let Some(text) = changes.read(&values)? {
+        changes.put(values, crate::chart::values::with_certificates(&text, mode));
+    }
     Ok(changes)
 }
 

@@ -1,0 +1,431 @@
+//! The chart's values: one model gives `values.yaml` (each key with its comment) and
+//! `values.schema.json` (which Helm checks every install, upgrade, lint and template against).
+//!
+//! `values.yaml` is the user's to edit. A re-render keeps the file as it is when it already has
+//! every key of the model; when the model has keys the file lacks (a webhook was added, a newer
+//! kopgen has a new value), the file is written again from the model with the user's value for
+//! every key they had set, and their own keys kept.
+
+use serde_json::{Value, json};
+
+/// One key of `values.yaml`: its comment, and either a value or the keys below it.
+struct Key {
+    name: &'static str,
+    doc: &'static str,
+    node: Node,
+}
+
+enum Node {
+    /// A value, with its default and its JSON schema.
+    Leaf(Value, Value),
+    Branch(Vec<Key>),
+}
+
+fn leaf(name: &'static str, doc: &'static str, default: Value, schema: Value) -> Key {
+    Key {
+        name,
+        doc,
+        node: Node::Leaf(default, schema),
+    }
+}
+
+fn branch(name: &'static str, doc: &'static str, keys: Vec<Key>) -> Key {
+    Key {
+        name,
+        doc,
+        node: Node::Branch(keys),
+    }
+}
+
+/// What the values depend on in the project.
+pub struct Facts {
+    /// The project has webhooks; their certificates come from this mode by default.
+    pub webhooks: Option<crate::project::Certificates>,
+}
+
+fn model(facts: &Facts) -> Vec<Key> {
+    let mut keys = vec![
+        leaf(
+            "nameOverride",
+            "The start of every resource's name (kustomize's namePrefix in config/); empty: the chart's name.",
+            json!(""),
+            json!({"type": "string", "maxLength": 52}),
+        ),
+        branch(
+            "manager",
+            "The manager's Deployment.",
+            vec![
+                leaf(
+                    "replicas",
+                    "Replicas; with leader election one reconciles, the others wait.",
+                    json!(1),
+                    json!({"type": "integer", "minimum": 0}),
+                ),
+                branch(
+                    "image",
+                    "The manager's image.",
+                    vec![
+                        leaf(
+                            "repository",
+                            "",
+                            json!("controller"),
+                            json!({"type": "string", "minLength": 1}),
+                        ),
+                        leaf(
+                            "tag",
+                            "",
+                            json!("latest"),
+                            json!({"type": "string", "minLength": 1}),
+                        ),
+                        leaf(
+                            "pullPolicy",
+                            "",
+                            json!("IfNotPresent"),
+                            json!({"enum": ["Always", "IfNotPresent", "Never"]}),
+                        ),
+                    ],
+                ),
+                leaf(
+                    "imagePullSecrets",
+                    "Secrets to pull the image with: a list of {name: ...}.",
+                    json!([]),
+                    json!({"type": "array", "items": {"type": "object"}}),
+                ),
+                branch(
+                    "leaderElection",
+                    "Leader election through a Lease (--leader-elect).",
+                    vec![leaf("enable", "", json!(true), json!({"type": "boolean"}))],
+                ),
+                branch(
+                    "logging",
+                    "The manager's log.",
+                    vec![
+                        leaf(
+                            "format",
+                            "json for log collectors, text for people (--log-format).",
+                            json!("json"),
+                            json!({"enum": ["json", "text"]}),
+                        ),
+                        leaf(
+                            "level",
+                            "A tracing EnvFilter, e.g. info,kube=debug (--log-level).",
+                            json!("info"),
+                            json!({"type": "string", "minLength": 1}),
+                        ),
+                    ],
+                ),
+                leaf(
+                    "env",
+                    "More environment variables of the manager container.",
+                    json!([]),
+                    json!({"type": "array", "items": {"type": "object"}}),
+                ),
+                leaf(
+                    "resources",
+                    "The manager container's resources.",
+                    json!({"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "10m", "memory": "64Mi"}}),
+                    json!({"type": "object"}),
+                ),
+                leaf("nodeSelector", "", json!({}), json!({"type": "object"})),
+                leaf(
+                    "tolerations",
+                    "",
+                    json!([]),
+                    json!({"type": "array", "items": {"type": "object"}}),
+                ),
+                leaf("affinity", "", json!({}), json!({"type": "object"})),
+            ],
+        ),
+        branch(
+            "crd",
+            "The CustomResourceDefinitions.",
+            vec![
+                leaf(
+                    "enable",
+                    "Install them with the chart (false: they are installed apart, e.g. by make install).",
+                    json!(true),
+                    json!({"type": "boolean"}),
+                ),
+                leaf(
+                    "keep",
+                    "Keep them when the release is uninstalled: deleting a CRD deletes every object of its kind.",
+                    json!(true),
+                    json!({"type": "boolean"}),
+                ),
+            ],
+        ),
+        branch(
+            "metrics",
+            "The /metrics endpoint on port 8443 and its Service.",
+            vec![
+                leaf("enable", "", json!(true), json!({"type": "boolean"})),
+                leaf(
+                    "secure",
+                    "HTTPS, served only to tokens allowed to get /metrics (false: plain HTTP).",
+                    json!(true),
+                    json!({"type": "boolean"}),
+                ),
+            ],
+        ),
+        branch(
+            "prometheus",
+            "A ServiceMonitor for the Prometheus Operator (bind Prometheus to the metrics-reader ClusterRole).",
+            vec![leaf("enable", "", json!(false), json!({"type": "boolean"}))],
+        ),
+        branch(
+            "networkPolicy",
+            "NetworkPolicies: /metrics only from namespaces labelled metrics: enabled, and the webhook port.",
+            vec![leaf("enable", "", json!(false), json!({"type": "boolean"}))],
+        ),
+    ];
+    if let Some(mode) = facts.webhooks {
+        let mode = match mode {
+            crate::project::Certificates::CertManager => "cert-manager",
+            crate::project::Certificates::SelfManaged => "self-managed",
+        };
+        keys.push(branch("webhook", "The admission and conversion webhooks.", vec![
+            leaf("enable", "", json!(true), json!({"type": "boolean"})),
+            leaf(
+                "certificates",
+                "cert-manager issues the certificate (cert-manager must be installed), or self-managed: the manager makes and renews its own.",
+                json!(mode),
+                json!({"enum": ["cert-manager", "self-managed"]}),
+            ),
+        ]));
+    }
+    keys
+}
+
+/// `values.schema.json`: every key of the model with its type; keys of the user's own are allowed.
+pub fn schema(facts: &Facts) -> String {
+    fn object(keys: &[Key]) -> Value {
+        let mut properties = serde_json::Map::new();
+        for key in keys {
+            let mut schema = match &key.node {
+                Node::Leaf(_, schema) => schema.clone(),
+                Node::Branch(keys) => object(keys),
+            };
+            if !key.doc.is_empty()
+                && let Some(map) = schema.as_object_mut()
+            {
+                map.insert("description".into(), json!(key.doc));
+            }
+            properties.insert(key.name.into(), schema);
+        }
+        json!({"type": "object", "properties": properties})
+    }
+    let mut schema = object(&model(facts));
+    if let Some(map) = schema.as_object_mut() {
+        map.insert(
+            "$schema".into(),
+            json!("https://json-schema.org/draft-07/schema#"),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// `values.yaml`: `existing` (the user's file) when it has every key of the model, else the
+/// model's keys with the user's values, followed by the user's own keys.
+pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
+    let user: Option<serde_yaml::Value> = match existing {
+        Some(text) => match serde_yaml::from_str(text) {
+            Ok(serde_yaml::Value::Null) => None,
+            Ok(value @ serde_yaml::Value::Mapping(_)) => Some(value),
+            Ok(_) => return Err("not a mapping of values".into()),
+            Err(e) => return Err(e.to_string()),
+        },
+        None => None,
+    };
+    let model = model(facts);
+    if let (Some(text), Some(user)) = (existing, &user)
+        && has_every_key(&model, user)
+    {
+        return Ok(text.to_owned());
+    }
+    let mut out = String::from(
+        "# Values of the chart kopgen renders from the project (values.schema.json checks them).\n\
+         # Edit freely: `kopgen manifests` keeps your values, and your own keys for templates you add.\n",
+    );
+    emit(&model, user.as_ref(), 0, &mut out);
+    Ok(out)
+}
+
+/// `text` (a `values.yaml`) with `webhook.certificates` set to `mode`, every other line as it
+/// is: `kopgen edit --webhook-certificates` switches the chart's default with `config/`.
+pub fn with_certificates(text: &str, mode: crate::project::Certificates) -> String {
+    let mode = match mode {
+        crate::project::Certificates::CertManager => "cert-manager",
+        crate::project::Certificates::SelfManaged => "self-managed",
+    };
+    let mut in_webhook = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with([' ', '#', '\n']) {
+            in_webhook = line.trim_end() == "webhook:";
+        }
+        let indent = line.len() - line.trim_start().len();
+        if in_webhook && indent > 0 && line.trim_start().starts_with("certificates:") {
+            out.push_str(&format!("{}certificates: {mode}\n", &line[..indent]));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+fn has_every_key(keys: &[Key], user: &serde_yaml::Value) -> bool {
+    keys.iter()
+        .all(|key| match (user.get(key.name), &key.node) {
+            (None, _) => false,
+            (Some(_), Node::Leaf(..)) => true,
+            (Some(value), Node::Branch(keys)) => value.is_mapping() && has_every_key(keys, value),
+        })
+}
+
+fn emit(keys: &[Key], user: Option<&serde_yaml::Value>, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    for key in keys {
+        if !key.doc.is_empty() {
+            out.push_str(&format!("{pad}# {}\n", key.doc));
+        }
+        let mine = user.and_then(|u| u.get(key.name));
+        match &key.node {
+            Node::Leaf(default, _) => {
+                let value = match mine {
+                    Some(value) => value.clone(),
+                    None => serde_yaml::to_value(default).unwrap_or_default(),
+                };
+                out.push_str(&entry(key.name, &value, indent));
+            }
+            Node::Branch(keys) => {
+                out.push_str(&format!("{pad}{}:\n", key.name));
+                emit(keys, mine.filter(|m| m.is_mapping()), indent + 2, out);
+            }
+        }
+    }
+    // The user's own keys at this level, after the model's.
+    if let Some(serde_yaml::Value::Mapping(map)) = user {
+        for (name, value) in map {
+            let known = name
+                .as_str()
+                .is_some_and(|n| keys.iter().any(|k| k.name == n));
+            if !known {
+                let name = crate::yaml::to_string(name).unwrap_or_default();
+                out.push_str(&entry(name.trim_end(), value, indent));
+            }
+        }
+    }
+}
+
+/// `name: value` at `indent`, the value inline when it is a scalar or empty, else below.
+fn entry(name: &str, value: &serde_yaml::Value, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let text = crate::yaml::to_string(value).unwrap_or_default();
+    let inline = match value {
+        serde_yaml::Value::Sequence(items) => items.is_empty(),
+        serde_yaml::Value::Mapping(map) => map.is_empty(),
+        _ => true,
+    };
+    if inline && !text.trim_end().contains('\n') {
+        return format!("{pad}{name}: {}\n", text.trim_end());
+    }
+    let mut out = format!("{pad}{name}:\n");
+    let inner = if matches!(value, serde_yaml::Value::Sequence(_)) {
+        indent
+    } else {
+        indent + 2
+    };
+    for line in text.lines() {
+        out.push_str(&format!("{}{line}\n", " ".repeat(inner)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> Facts {
+        Facts {
+            webhooks: Some(crate::project::Certificates::CertManager),
+        }
+    }
+
+    #[test]
+    fn the_rendered_values_read_back_as_the_model_defaults() {
+        let text = render(&facts(), None).expect("renders");
+        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(1));
+        assert_eq!(
+            values["manager"]["resources"]["limits"]["cpu"],
+            serde_yaml::Value::from("500m")
+        );
+        assert_eq!(
+            values["webhook"]["certificates"],
+            serde_yaml::Value::from("cert-manager")
+        );
+        assert_eq!(
+            values["manager"]["tolerations"],
+            serde_yaml::Value::Sequence(vec![])
+        );
+        // A file with every key is kept as it is, comments and all.
+        let edited = text.replace("replicas: 1", "replicas: 3 # mine");
+        assert_eq!(render(&facts(), Some(&edited)).expect("renders"), edited);
+    }
+
+    #[test]
+    fn a_file_missing_keys_gets_them_and_keeps_the_users_values_and_keys() {
+        let old = "manager:\n  replicas: 3\n  tolerations:\n  - key: a\n    operator: Exists\n  mine: x\nextra:\n  team: blue\n";
+        let text = render(&facts(), Some(old)).expect("renders");
+        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(3));
+        assert_eq!(
+            values["manager"]["tolerations"][0]["key"],
+            serde_yaml::Value::from("a")
+        );
+        assert_eq!(values["manager"]["mine"], serde_yaml::Value::from("x"));
+        assert_eq!(values["extra"]["team"], serde_yaml::Value::from("blue"));
+        assert_eq!(
+            values["manager"]["image"]["tag"],
+            serde_yaml::Value::from("latest")
+        );
+        assert_eq!(values["webhook"]["enable"], serde_yaml::Value::from(true));
+        // A second render keeps it.
+        assert_eq!(render(&facts(), Some(&text)).expect("renders"), text);
+    }
+
+    #[test]
+    fn the_certificate_mode_is_switched_in_place() {
+        let text = render(&facts(), None).expect("renders") + "mine:\n  certificates: x\n";
+        let switched = with_certificates(&text, crate::project::Certificates::SelfManaged);
+        let values: serde_yaml::Value = serde_yaml::from_str(&switched).expect("YAML");
+        assert_eq!(
+            values["webhook"]["certificates"],
+            serde_yaml::Value::from("self-managed")
+        );
+        assert_eq!(values["mine"]["certificates"], serde_yaml::Value::from("x"));
+        assert_eq!(switched.lines().count(), text.lines().count());
+    }
+
+    #[test]
+    fn a_values_file_that_is_not_a_mapping_is_an_error() {
+        assert!(render(&facts(), Some("- a\n")).is_err());
+        assert!(render(&facts(), Some("a: [\n")).is_err());
+    }
+
+    #[test]
+    fn the_schema_types_every_key_and_allows_the_users_own() {
+        let schema: Value = serde_json::from_str(&schema(&facts())).expect("JSON");
+        let manager = &schema["properties"]["manager"]["properties"];
+        assert_eq!(manager["replicas"]["type"], "integer");
+        assert_eq!(
+            schema["properties"]["webhook"]["properties"]["certificates"]["enum"],
+            json!(["cert-manager", "self-managed"])
+        );
+        assert!(schema.get("additionalProperties").is_none());
+        let without = Facts { webhooks: None };
+        assert!(!super::schema(&without).contains("\"webhook\""));
+    }
+}

@@ -1,0 +1,617 @@
+//! The Helm chart `kopgen manifests` renders (`kopgen edit --helm`): `helm lint` passes, `helm
+//! template` renders what `kubectl kustomize config/default` renders resource by resource (with
+//! the optional parts switched on in both), the user's values and templates survive a
+//! re-render, and the chart installs on a real control plane, where the manager reconciles a
+//! sample, and uninstalls leaving the CRDs.
+
+mod support;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::{Child, Command},
+};
+
+use serde_json::Value;
+use support::{eventually, kubectl_ok};
+
+fn tool(test: &str) -> bool {
+    support::need(
+        "helm",
+        test,
+        "built by .ci/helm.sh from the Go module proxy",
+    ) && support::need("kubectl", test, "built by .ci/control-plane.sh")
+}
+
+fn helm(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("helm")
+        .args(args)
+        .current_dir(dir)
+        // Helm keeps caches and a plugin directory; none of the machine's.
+        .env("HELM_CACHE_HOME", dir.join(".helm/cache"))
+        .env("HELM_CONFIG_HOME", dir.join(".helm/config"))
+        .env("HELM_DATA_HOME", dir.join(".helm/data"))
+        .output()
+        .expect("helm runs")
+}
+
+fn helm_ok(dir: &Path, args: &[&str]) -> String {
+    let out = helm(dir, args);
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn kustomize(project: &Path) -> String {
+    let out = Command::new("kubectl")
+        .args(["kustomize", "config/default"])
+        .current_dir(project)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn template(project: &Path, set: &[&str]) -> String {
+    let mut args = vec![
+        "template",
+        "demo",
+        "dist/chart",
+        "--namespace",
+        "demo-system",
+    ];
+    for value in set {
+        args.extend(["--set", value]);
+    }
+    helm_ok(project, &args)
+}
+
+/// What both tools render the same, by (kind, name): the label saying which tool manages a
+/// resource, Helm's keep policy, and empty lists and maps (one writes `[]`, the other nothing)
+/// are left out; so is the Namespace, which `helm install --create-namespace` makes.
+fn resources(yaml: &str) -> BTreeMap<(String, String), Value> {
+    fn prune(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.values_mut().for_each(prune);
+                map.retain(|_, v| match v {
+                    Value::Null => false,
+                    Value::Array(a) => !a.is_empty(),
+                    Value::Object(o) => !o.is_empty(),
+                    _ => true,
+                });
+            }
+            Value::Array(items) => items.iter_mut().for_each(prune),
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    for doc in serde_yaml::Deserializer::from_str(yaml) {
+        let mut value: Value = serde::Deserialize::deserialize(doc).expect("YAML");
+        if value.is_null() || value["kind"] == "Namespace" {
+            continue;
+        }
+        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            for (field, key) in [
+                ("labels", "app.kubernetes.io/managed-by"),
+                ("annotations", "helm.sh/resource-policy"),
+            ] {
+                if let Some(map) = metadata.get_mut(field).and_then(Value::as_object_mut) {
+                    map.remove(key);
+                }
+            }
+        }
+        prune(&mut value);
+        let key = (
+            value["kind"].as_str().unwrap_or_default().to_owned(),
+            value["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        assert!(out.insert(key.clone(), value).is_none(), "{key:?} twice");
+    }
+    out
+}
+
+/// Fails with every difference between the chart's and kustomize's resources.
+fn same_resources(helm: &str, kustomize: &str, case: &str) {
+    let (helm, kustomize) = (resources(helm), resources(kustomize));
+    let mut differences = Vec::new();
+    for key in helm.keys().chain(kustomize.keys()) {
+        match (helm.get(key), kustomize.get(key)) {
+            (Some(a), Some(b)) if a != b => differences.push(format!(
+                "{key:?} differs:\n--- helm\n{}\n--- kustomize\n{}",
+                serde_yaml::to_string(a).unwrap_or_default(),
+                serde_yaml::to_string(b).unwrap_or_default()
+            )),
+            (Some(_), None) => differences.push(format!("{key:?} only in the chart")),
+            (None, Some(_)) => differences.push(format!("{key:?} only in kustomize")),
+            _ => {}
+        }
+    }
+    differences.dedup();
+    assert!(
+        differences.is_empty(),
+        "{case}: the chart and config/default differ:\n{}",
+        differences.join("\n")
+    );
+    assert!(!helm.is_empty(), "{case}: nothing rendered");
+}
+
+/// Uncomments the `#- ../<dir>` line of config/default/kustomization.yaml.
+fn enable(project: &Path, dir: &str) {
+    let path = project.join("config/default/kustomization.yaml");
+    let text = std::fs::read_to_string(&path).expect("kustomization");
+    let line = format!("#- ../{dir}\n");
+    assert!(text.contains(&line), "{text}");
+    std::fs::write(&path, text.replace(&line, &format!("- ../{dir}\n"))).expect("write");
+}
+
+fn ok(project: &Path, args: &[&str]) -> String {
+    let run = support::run_kopgen(project, args);
+    assert_eq!(
+        run.status, 0,
+        "kopgen {args:?}: {}{}",
+        run.stdout, run.stderr
+    );
+    run.stdout
+}
+
+#[test]
+fn the_chart_renders_what_kustomize_renders() {
+    let test = "the_chart_renders_what_kustomize_renders";
+    if !tool(test) {
+        return;
+    }
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    for args in [
+        "--group apps --version v1 --kind Blog",
+        "--group apps --version v2 --kind Blog --controller=false",
+        "--group platform --version v1 --kind Tenant --namespaced=false",
+    ] {
+        support::create_api_ok(&project, &args.split_whitespace().collect::<Vec<_>>());
+    }
+    ok(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+            "--programmatic-validation",
+            "--conversion",
+            "--spoke",
+            "v2",
+        ],
+    );
+    // A doc comment that is a Helm template action stays text.
+    let types = project.join("src/api/platform/v1/tenant.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    let text = text.replacen(
+        "pub struct TenantSpec {",
+        "pub struct TenantSpec {\n    /// Shown as {{ .Release.Name }}, never run: {{- fail \"injected\" }}\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub motto: Option<String>,",
+        1,
+    );
+    std::fs::write(&types, text).expect("write");
+    let out = ok(&project, &["edit", "--helm"]);
+    assert!(out.contains("dist/chart/values.yaml"), "{out}");
+    assert!(
+        std::fs::read_to_string(project.join("PROJECT"))
+            .expect("PROJECT")
+            .contains("helm: true")
+    );
+    let lint = helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+    assert!(lint.contains("0 chart(s) failed"), "{lint}");
+
+    // Defaults: what config/default renders.
+    let rendered = template(&project, &[]);
+    same_resources(&rendered, &kustomize(&project), "defaults (cert-manager)");
+    assert!(rendered.contains("Shown as {{ .Release.Name }}, never run: {{- fail \"injected\" }}"));
+    let crd = resources(&rendered)
+        .remove(&(
+            "CustomResourceDefinition".into(),
+            "tenants.platform.example.com".into(),
+        ))
+        .expect("the Tenant CRD");
+    assert_eq!(crd["metadata"].get("annotations"), None);
+    assert!(
+        rendered.contains("helm.sh/resource-policy: keep"),
+        "CRDs are kept on uninstall"
+    );
+
+    // The optional parts, switched on in both.
+    enable(&project, "prometheus");
+    enable(&project, "network-policy");
+    same_resources(
+        &template(
+            &project,
+            &["prometheus.enable=true", "networkPolicy.enable=true"],
+        ),
+        &kustomize(&project),
+        "prometheus and network policies",
+    );
+
+    // The other certificate mode: `edit` switches config/ and the chart's value alike.
+    ok(
+        &project,
+        &["edit", "--webhook-certificates", "self-managed"],
+    );
+    ok(&project, &["manifests"]);
+    same_resources(
+        &template(
+            &project,
+            &["prometheus.enable=true", "networkPolicy.enable=true"],
+        ),
+        &kustomize(&project),
+        "self-managed certificates",
+    );
+    helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+
+    // Values the schema refuses.
+    let refused = helm(
+        &project,
+        &[
+            "template",
+            "demo",
+            "dist/chart",
+            "--set",
+            "manager.replicas=-1",
+        ],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("replicas"), "{said}");
+    let refused = helm(
+        &project,
+        &[
+            "template",
+            "demo",
+            "dist/chart",
+            "--set",
+            "webhook.certificates=vault",
+        ],
+    );
+    assert!(!refused.status.success());
+
+    // Values change the Deployment as they say.
+    let values = [
+        "manager.replicas=2",
+        "manager.image.repository=registry.example.com/demo",
+        "manager.image.tag=v1.2.3",
+        "manager.leaderElection.enable=false",
+        "manager.logging.format=text",
+        "manager.logging.level=debug",
+        "manager.nodeSelector.disk=ssd",
+        "manager.imagePullSecrets[0].name=pull",
+        "metrics.enable=false",
+        "crd.enable=false",
+    ];
+    let all = resources(&template(&project, &values));
+    let deployment = &all[&(
+        "Deployment".to_owned(),
+        "demo-controller-manager".to_owned(),
+    )];
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        spec["containers"][0]["image"],
+        "registry.example.com/demo:v1.2.3"
+    );
+    assert_eq!(spec["nodeSelector"]["disk"], "ssd");
+    assert_eq!(spec["imagePullSecrets"][0]["name"], "pull");
+    let args: Vec<&str> = spec["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(!args.contains(&"--leader-elect"), "{args:?}");
+    for arg in [
+        "--log-format=text",
+        "--log-level=debug",
+        "--metrics-bind-address=0",
+    ] {
+        assert!(args.contains(&arg), "{args:?}");
+    }
+    assert!(
+        !all.keys()
+            .any(|(kind, name)| kind == "CustomResourceDefinition"
+                || name.contains("metrics-service"))
+    );
+}
+
+#[test]
+fn values_and_templates_of_the_user_survive_a_re_render() {
+    let test = "values_and_templates_of_the_user_survive_a_re_render";
+    if !tool(test) {
+        return;
+    }
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    support::create_api_ok(&project, support::BLOG);
+    ok(&project, &["edit", "--helm"]);
+    let values = project.join("dist/chart/values.yaml");
+    let edited = std::fs::read_to_string(&values)
+        .expect("values")
+        .replace("  replicas: 1\n", "  replicas: 3 # three zones\n")
+        + "# For my own template.\nteam: blue\n";
+    std::fs::write(&values, &edited).expect("write");
+    let mine = project.join("dist/chart/templates/team.yaml");
+    let template_text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\ndata:\n  team: {{ .Values.team }}\n";
+    std::fs::write(&mine, template_text).expect("write");
+    ok(&project, &["manifests"]);
+    let check = support::run_kopgen(&project, &["manifests", "--check"]);
+    assert_eq!(check.status, 0, "{}{}", check.stdout, check.stderr);
+    assert_eq!(std::fs::read_to_string(&values).expect("values"), edited);
+    assert_eq!(std::fs::read_to_string(&mine).expect("mine"), template_text);
+    let rendered = template(&project, &[]);
+    assert!(rendered.contains("replicas: 3"), "{rendered}");
+    assert!(rendered.contains("team: blue"), "{rendered}");
+
+    // A webhook adds keys: the file gets them, with the user's values and keys kept.
+    ok(
+        &project,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    ok(&project, &["manifests"]);
+    let now: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&values).expect("values")).expect("YAML");
+    assert_eq!(now["manager"]["replicas"], serde_yaml::Value::from(3));
+    assert_eq!(now["team"], serde_yaml::Value::from("blue"));
+    assert_eq!(
+        now["webhook"]["certificates"],
+        serde_yaml::Value::from("cert-manager")
+    );
+    assert!(
+        project
+            .join("dist/chart/templates/webhook/manifests.yaml")
+            .is_file()
+    );
+
+    // `--check` covers the chart: a hand edit of a kopgen template is drift.
+    let role = project.join("dist/chart/templates/rbac/role.yaml");
+    let role_text = std::fs::read_to_string(&role).expect("role");
+    std::fs::write(&role, role_text.replace("manager-role", "other-role")).expect("write");
+    let check = support::run_kopgen(&project, &["manifests", "--check"]);
+    assert_eq!(check.status, 1, "{}{}", check.stdout, check.stderr);
+    assert!(
+        check.stdout.contains("dist/chart/templates/rbac/role.yaml"),
+        "{}",
+        check.stdout
+    );
+
+    // A kind that goes takes its CRD template along, and nothing of the user's.
+    ok(
+        &project,
+        &[
+            "delete",
+            "webhook",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    ok(
+        &project,
+        &[
+            "delete",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+        ],
+    );
+    ok(&project, &["manifests"]);
+    assert!(
+        !project
+            .join("dist/chart/templates/crd/apps.example.com_blogs.yaml")
+            .exists()
+    );
+    assert!(
+        !project
+            .join("dist/chart/templates/webhook/manifests.yaml")
+            .exists()
+    );
+    assert_eq!(std::fs::read_to_string(&mine).expect("mine"), template_text);
+    helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+
+    // A values file that is not YAML is named, and nothing is written.
+    std::fs::write(&values, "manager: [\n").expect("write");
+    let said = support::fails_cleanly_in(&project, &["manifests"]);
+    assert!(said.contains("dist/chart/values.yaml"), "{said}");
+}
+
+/// `helm install` of the chart on a real control plane, where the manager (run here, as the
+/// chart's ServiceAccount: there is no kubelet) reconciles a sample; `helm uninstall` leaves the
+/// CRD and the objects of its kind.
+#[test]
+fn the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane() {
+    let test = "the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane";
+    if !tool(test) {
+        return;
+    }
+    let Some(plane) = support::control_plane(test, support::control_plane::Options::default())
+    else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("helmdemo", &[]);
+    support::create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    ok(&project, &["edit", "--helm"]);
+    let binary = support::build_manager(&project, "helmdemo");
+    let kubeconfig = plane.kubeconfig().display().to_string();
+    helm_ok(
+        &project,
+        &[
+            "install",
+            "helmdemo",
+            "dist/chart",
+            "--namespace",
+            "helmdemo-system",
+            "--create-namespace",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    kubectl_ok(
+        &plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/blogs.apps.example.com",
+            "--timeout=60s",
+        ],
+    );
+    let deployment = kubectl_ok(
+        &plane,
+        &[
+            "get",
+            "deployment",
+            "-n",
+            "helmdemo-system",
+            "helmdemo-controller-manager",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(deployment.contains("--leader-elect"), "{deployment}");
+
+    let as_chart = plane
+        .kubeconfig_as("system:serviceaccount:helmdemo-system:helmdemo-controller-manager")
+        .expect("kubeconfig");
+    let log = session.join("manager.log");
+    let mut manager = start(&binary, &as_chart, &log);
+    let context = || std::fs::read_to_string(&log).unwrap_or_default();
+    let sample =
+        std::fs::read_to_string(project.join("config/samples/apps_v1_blog.yaml")).expect("sample");
+    let applied = plane
+        .kubectl()
+        .args(["apply", "-n", "default", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(sample.as_bytes())?;
+            child.wait()
+        })
+        .expect("kubectl apply");
+    assert!(applied.success());
+    eventually("the sample is Ready", &context, || {
+        let out = plane
+            .kubectl()
+            .args([
+                "get",
+                "blogs.apps.example.com",
+                "-n",
+                "default",
+                "-o",
+                "json",
+            ])
+            .output()
+            .ok()?;
+        let list: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let blog = list["items"].get(0)?;
+        blog["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            .then_some(())
+    });
+    let _ = manager.kill();
+    let _ = manager.wait();
+
+    helm_ok(
+        &project,
+        &[
+            "uninstall",
+            "helmdemo",
+            "--namespace",
+            "helmdemo-system",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    let gone = plane
+        .kubectl()
+        .args([
+            "get",
+            "deployment",
+            "-n",
+            "helmdemo-system",
+            "helmdemo-controller-manager",
+        ])
+        .output()
+        .expect("kubectl");
+    assert!(
+        !gone.status.success(),
+        "the Deployment outlived the release"
+    );
+    kubectl_ok(&plane, &["get", "crd", "blogs.apps.example.com"]);
+    let left = kubectl_ok(
+        &plane,
+        &[
+            "get",
+            "blogs.apps.example.com",
+            "-n",
+            "default",
+            "-o",
+            "name",
+        ],
+    );
+    assert!(!left.trim().is_empty(), "the sample went with the release");
+}
+
+fn start(binary: &Path, kubeconfig: &Path, log: &PathBuf) -> Child {
+    let out = std::fs::File::create(log).expect("log");
+    Command::new(binary)
+        .args([
+            "--health-probe-bind-address=127.0.0.1:0",
+            "--metrics-bind-address=0",
+        ])
+        .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", "helmdemo-system")
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("the manager starts")
+}
