@@ -335,6 +335,22 @@ fn the_chart_renders_what_kustomize_renders() {
     );
 }
 
+/// A project whose manager watches its own namespace: Roles, and WATCH_NAMESPACE.
+#[test]
+fn a_namespaced_projects_chart_renders_what_kustomize_renders() {
+    let test = "a_namespaced_projects_chart_renders_what_kustomize_renders";
+    if !tool(test) {
+        return;
+    }
+    let session = support::Session::new();
+    let project = session.init_demo(&["--namespaced"]);
+    support::create_api_ok(&project, support::BLOG);
+    ok(&project, &["edit", "--helm"]);
+    let rendered = template(&project, &[]);
+    same_resources(&rendered, &kustomize(&project), "namespaced");
+    assert!(rendered.contains("WATCH_NAMESPACE"), "{rendered}");
+}
+
 #[test]
 fn values_and_templates_of_the_user_survive_a_re_render() {
     let test = "values_and_templates_of_the_user_survive_a_re_render";
@@ -446,6 +462,9 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
     );
     assert_eq!(std::fs::read_to_string(&mine).expect("mine"), template_text);
     helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+    // The values file still says `webhook:` (the user's now); the manager serves none.
+    let rendered = template(&project, &[]);
+    assert!(!rendered.contains("webhook"), "{rendered}");
 
     // A values file that is not YAML is named, and nothing is written.
     std::fs::write(&values, "manager: [\n").expect("write");

@@ -983,10 +983,12 @@ fn make_test_integration_runs_each_kinds_test_on_a_real_control_plane() {
 }
 
 /// A TCP proxy between one manager and the API server that the test can cut, as a network
-/// partition would: open connections are shut and new ones closed at once.
+/// partition would (open connections are shut and new ones closed at once), or hold: what the
+/// manager sends waits while what the API server sends (watch events) still arrives.
 struct Proxy {
     port: u16,
     cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proxy {
@@ -998,8 +1000,9 @@ impl Proxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let cut = Arc::new(AtomicBool::new(false));
+        let hold = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (flag, streams) = (cut.clone(), open.clone());
+        let (flag, streams, held) = (cut.clone(), open.clone(), hold.clone());
         thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 if flag.load(Ordering::SeqCst) {
@@ -1013,15 +1016,24 @@ impl Proxy {
                         streams.lock().expect("lock").push(clone);
                     }
                 }
-                for (mut from, mut to) in [
-                    (client.try_clone(), server.try_clone()),
-                    (server.try_clone(), client.try_clone()),
+                for (mut from, mut to, gate) in [
+                    (client.try_clone(), server.try_clone(), Some(held.clone())),
+                    (server.try_clone(), client.try_clone(), None),
                 ]
                 .into_iter()
-                .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+                .filter_map(|(a, b, gate)| Some((a.ok()?, b.ok()?, gate)))
                 {
                     thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
+                        use std::io::{Read as _, Write as _};
+                        let mut buffer = [0u8; 16 << 10];
+                        while let Ok(n @ 1..) = from.read(&mut buffer) {
+                            while gate.as_ref().is_some_and(|g| g.load(Ordering::SeqCst)) {
+                                thread::sleep(Duration::from_millis(10));
+                            }
+                            if to.write_all(&buffer[..n]).is_err() {
+                                break;
+                            }
+                        }
                         let _ = to.shutdown(std::net::Shutdown::Both);
                     });
                 }
@@ -1036,12 +1048,102 @@ impl Proxy {
                 let _ = stream.shutdown(std::net::Shutdown::Both);
             }
         });
-        Proxy { port, cut }
+        Proxy { port, cut, hold }
     }
 
     fn cut(&self) {
         self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
     }
+
+    fn hold(&self, on: bool) {
+        self.hold.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A kubeconfig that reaches the API server through this proxy, written beside `kubeconfig`.
+    fn kubeconfig(&self, plane: &ControlPlane, kubeconfig: &Path) -> PathBuf {
+        let proxied = kubeconfig.with_extension("proxied");
+        std::fs::write(
+            &proxied,
+            std::fs::read_to_string(kubeconfig)
+                .expect("kubeconfig")
+                .replace(&plane.server, &format!("https://127.0.0.1:{}", self.port)),
+        )
+        .expect("write");
+        proxied
+    }
+}
+
+fn apiserver_port(plane: &ControlPlane) -> u16 {
+    plane
+        .server
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port")
+}
+
+/// The work queue's depth on the real control plane: with one reconcile at a time and the
+/// manager's requests held, Blogs created meanwhile wait in the queue (depth rises, one worker
+/// busy); released, every Blog is reconciled and the depth falls back to 0.
+#[test]
+fn queue_depth_rises_while_reconciles_are_held_and_falls_back_to_zero() {
+    let test = "queue_depth_rises_while_reconciles_are_held_and_falls_back_to_zero";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let binary = deploy_blog_project(&plane, &session);
+    let proxy = Proxy::start(apiserver_port(&plane));
+    let direct = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
+    let proxied = proxy.kubeconfig(&plane, &direct);
+    let (probes, metrics) = (free_port().expect("port"), free_port().expect("port"));
+    let log = session.join("held.log");
+    let out = std::fs::File::create(&log).expect("log");
+    let mut manager = Command::new(&binary)
+        .args([
+            &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
+            &format!("--metrics-bind-address=127.0.0.1:{metrics}"),
+            "--metrics-secure=false",
+            "--max-concurrent-reconciles=1",
+        ])
+        .env("KUBECONFIG", &proxied)
+        .env("POD_NAMESPACE", "demo-system")
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("the manager starts");
+    let context = || std::fs::read_to_string(&log).unwrap_or_default();
+    eventually("the manager answers /readyz", &context, || {
+        http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
+    });
+    let series = |name: &str| -> Option<f64> {
+        let (_, body) = http_get(metrics, "/metrics")?;
+        body.lines()
+            .find(|l| l.starts_with(name) && l.contains("controller=\"apps-blog\""))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+
+    proxy.hold(true);
+    for i in 0..5 {
+        apply(&plane, &blog(&format!("held-{i}"), "v1", "x"));
+    }
+    let held = eventually("Blogs wait in the queue", &context, || {
+        let depth = series("workqueue_depth{")?;
+        (depth >= 3.0 && series("controller_runtime_active_workers{")? == 1.0).then_some(depth)
+    });
+    eprintln!("held: workqueue_depth {held}");
+    proxy.hold(false);
+    for i in 0..5 {
+        converged(&plane, &format!("held-{i}"), "x", &context);
+    }
+    eventually("the queue drains", &context, || {
+        (series("workqueue_depth{")? == 0.0).then_some(())
+    });
+    let _ = manager.kill();
+    let _ = manager.wait();
 }
 
 /// A leader cut off from the API server stops reconciling (and exits) before a follower can
@@ -1056,21 +1158,8 @@ fn a_leader_cut_off_from_the_api_server_stops_before_another_takes_over() {
     let binary = deploy_blog_project(&plane, &session);
 
     let direct = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
-    let apiserver_port: u16 = plane
-        .server
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    let proxy = Proxy::start(apiserver_port);
-    let proxied = session.join("proxied.kubeconfig");
-    std::fs::write(
-        &proxied,
-        std::fs::read_to_string(&direct)
-            .expect("kubeconfig")
-            .replace(&plane.server, &format!("https://127.0.0.1:{}", proxy.port)),
-    )
-    .expect("write");
+    let proxy = Proxy::start(apiserver_port(&plane));
+    let proxied = proxy.kubeconfig(&plane, &direct);
 
     let mut leader = Manager::start(&binary, &proxied, "manager-1", session.path());
     let context = || format!("--- manager-1\n{}\n{}", first_log(&session), plane.logs());

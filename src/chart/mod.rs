@@ -170,14 +170,6 @@ pub fn render(
         put(format!("templates/{file}"), text.to_owned(), changes);
     }
     put(
-        "templates/_project.tpl".into(),
-        format!(
-            "{HEADER}{{{{- /* The manager watches only its own namespace (PROJECT: namespaced). */}}}}\n{{{{- define \"kopgen.namespaced\" -}}}}{}{{{{- end -}}}}\n",
-            project.namespaced
-        ),
-        changes,
-    );
-    put(
         ".helmignore".into(),
         crate::templates::chart_file(".helmignore")
             .unwrap_or_default()
@@ -195,6 +187,15 @@ pub fn render(
                     .unwrap_or(crate::project::Certificates::CertManager)
             }),
     };
+    put(
+        "templates/_project.tpl".into(),
+        format!(
+            "{HEADER}{{{{- /* What PROJECT says: the manager watches only its own namespace; it serves webhooks. */}}}}\n{{{{- define \"kopgen.namespaced\" -}}}}{}{{{{- end -}}}}\n{{{{- define \"kopgen.webhooks\" -}}}}{}{{{{- end -}}}}\n",
+            project.namespaced,
+            facts.webhooks.is_some(),
+        ),
+        changes,
+    );
     let values_path = dir.join("values.yaml");
     let existing = changes.read(&values_path)?;
     let values =

@@ -7,10 +7,15 @@ The start of every resource's name, as kustomize's namePrefix is for config/: th
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{- /* Whether the manager serves webhooks, and how it gets their certificate. */}}
+{{- /* Whether the manager serves webhooks (the project has some, and they are on). */}}
+{{- define "chart.webhooks" -}}
+{{- if and (eq (include "kopgen.webhooks" .) "true") .Values.webhook .Values.webhook.enable }}true{{ end -}}
+{{- end -}}
+
+{{- /* How the manager gets the webhooks' certificate. */}}
 {{- define "chart.certManager" -}}
-{{- if and .Values.webhook .Values.webhook.enable (eq .Values.webhook.certificates "cert-manager") }}true{{ end -}}
+{{- if and (include "chart.webhooks" .) (eq .Values.webhook.certificates "cert-manager") }}true{{ end -}}
 {{- end -}}
 {{- define "chart.selfManaged" -}}
-{{- if and .Values.webhook .Values.webhook.enable (eq .Values.webhook.certificates "self-managed") }}true{{ end -}}
+{{- if and (include "chart.webhooks" .) (eq .Values.webhook.certificates "self-managed") }}true{{ end -}}
 {{- end -}}
