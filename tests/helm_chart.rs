@@ -23,9 +23,10 @@ fn tool(test: &str) -> bool {
     ) && support::need("kubectl", test, "built by .ci/control-plane.sh")
 }
 
-fn helm(dir: &Path, args: &[&str]) -> std::process::Output {
+/// `helm` with the words of `line` as arguments.
+fn helm(dir: &Path, line: &str) -> std::process::Output {
     Command::new("helm")
-        .args(args)
+        .args(line.split_whitespace())
         .current_dir(dir)
         // Helm keeps caches and a plugin directory; none of the machine's.
         .env("HELM_CACHE_HOME", dir.join(".helm/cache"))
@@ -35,11 +36,11 @@ fn helm(dir: &Path, args: &[&str]) -> std::process::Output {
         .expect("helm runs")
 }
 
-fn helm_ok(dir: &Path, args: &[&str]) -> String {
-    let out = helm(dir, args);
+fn helm_ok(dir: &Path, line: &str) -> String {
+    let out = helm(dir, line);
     assert!(
         out.status.success(),
-        "helm {args:?}: {}{}",
+        "helm {line}: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -61,17 +62,11 @@ fn kustomize(project: &Path) -> String {
 }
 
 fn template(project: &Path, set: &[&str]) -> String {
-    let mut args = vec![
-        "template",
-        "demo",
-        "dist/chart",
-        "--namespace",
-        "demo-system",
-    ];
+    let mut line = String::from("template demo dist/chart --namespace demo-system");
     for value in set {
-        args.extend(["--set", value]);
+        line.push_str(&format!(" --set {value}"));
     }
-    helm_ok(project, &args)
+    helm_ok(project, &line)
 }
 
 /// What both tools render the same, by (kind, name): the label saying which tool manages a
@@ -156,13 +151,11 @@ fn enable(project: &Path, dir: &str) {
     std::fs::write(&path, text.replace(&line, &format!("- ../{dir}\n"))).expect("write");
 }
 
-fn ok(project: &Path, args: &[&str]) -> String {
-    let run = support::run_kopgen(project, args);
-    assert_eq!(
-        run.status, 0,
-        "kopgen {args:?}: {}{}",
-        run.stdout, run.stderr
-    );
+/// `kopgen` with the words of `line` as arguments, which must succeed: its output.
+fn ok(project: &Path, line: &str) -> String {
+    let args: Vec<&str> = line.split_whitespace().collect();
+    let run = support::run_kopgen(project, &args);
+    assert_eq!(run.status, 0, "kopgen {line}: {}{}", run.stdout, run.stderr);
     run.stdout
 }
 
@@ -183,21 +176,7 @@ fn the_chart_renders_what_kustomize_renders() {
     }
     ok(
         &project,
-        &[
-            "create",
-            "webhook",
-            "--group",
-            "apps",
-            "--version",
-            "v1",
-            "--kind",
-            "Blog",
-            "--defaulting",
-            "--programmatic-validation",
-            "--conversion",
-            "--spoke",
-            "v2",
-        ],
+        "create webhook --group apps --version v1 --kind Blog --defaulting --programmatic-validation --conversion --spoke v2",
     );
     // A doc comment that is a Helm template action stays text.
     let types = project.join("src/api/platform/v1/tenant.rs");
@@ -208,14 +187,14 @@ fn the_chart_renders_what_kustomize_renders() {
         1,
     );
     std::fs::write(&types, text).expect("write");
-    let out = ok(&project, &["edit", "--helm"]);
+    let out = ok(&project, "edit --helm");
     assert!(out.contains("dist/chart/values.yaml"), "{out}");
     assert!(
         std::fs::read_to_string(project.join("PROJECT"))
             .expect("PROJECT")
             .contains("helm: true")
     );
-    let lint = helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+    let lint = helm_ok(&project, "lint --strict dist/chart");
     assert!(lint.contains("0 chart(s) failed"), "{lint}");
 
     // Defaults: what config/default renders.
@@ -247,11 +226,8 @@ fn the_chart_renders_what_kustomize_renders() {
     );
 
     // The other certificate mode: `edit` switches config/ and the chart's value alike.
-    ok(
-        &project,
-        &["edit", "--webhook-certificates", "self-managed"],
-    );
-    ok(&project, &["manifests"]);
+    ok(&project, "edit --webhook-certificates self-managed");
+    ok(&project, "manifests");
     same_resources(
         &template(
             &project,
@@ -260,31 +236,19 @@ fn the_chart_renders_what_kustomize_renders() {
         &kustomize(&project),
         "self-managed certificates",
     );
-    helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+    helm_ok(&project, "lint --strict dist/chart");
 
     // Values the schema refuses.
     let refused = helm(
         &project,
-        &[
-            "template",
-            "demo",
-            "dist/chart",
-            "--set",
-            "manager.replicas=-1",
-        ],
+        "template demo dist/chart --set manager.replicas=-1",
     );
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("replicas"), "{said}");
     let refused = helm(
         &project,
-        &[
-            "template",
-            "demo",
-            "dist/chart",
-            "--set",
-            "webhook.certificates=vault",
-        ],
+        "template demo dist/chart --set webhook.certificates=vault",
     );
     assert!(!refused.status.success());
 
@@ -345,7 +309,7 @@ fn a_namespaced_projects_chart_renders_what_kustomize_renders() {
     let session = support::Session::new();
     let project = session.init_demo(&["--namespaced"]);
     support::create_api_ok(&project, support::BLOG);
-    ok(&project, &["edit", "--helm"]);
+    ok(&project, "edit --helm");
     let rendered = template(&project, &[]);
     same_resources(&rendered, &kustomize(&project), "namespaced");
     assert!(rendered.contains("WATCH_NAMESPACE"), "{rendered}");
@@ -360,7 +324,7 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
     let session = support::Session::new();
     let project = session.init_demo(&[]);
     support::create_api_ok(&project, support::BLOG);
-    ok(&project, &["edit", "--helm"]);
+    ok(&project, "edit --helm");
     let values = project.join("dist/chart/values.yaml");
     let edited = std::fs::read_to_string(&values)
         .expect("values")
@@ -370,7 +334,7 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
     let mine = project.join("dist/chart/templates/team.yaml");
     let template_text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\ndata:\n  team: {{ .Values.team }}\n";
     std::fs::write(&mine, template_text).expect("write");
-    ok(&project, &["manifests"]);
+    ok(&project, "manifests");
     let check = support::run_kopgen(&project, &["manifests", "--check"]);
     assert_eq!(check.status, 0, "{}{}", check.stdout, check.stderr);
     assert_eq!(std::fs::read_to_string(&values).expect("values"), edited);
@@ -382,19 +346,9 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
     // A webhook adds keys: the file gets them, with the user's values and keys kept.
     ok(
         &project,
-        &[
-            "create",
-            "webhook",
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-            "--defaulting",
-        ],
+        "create webhook --group apps --version v1alpha1 --kind Blog --defaulting",
     );
-    ok(&project, &["manifests"]);
+    ok(&project, "manifests");
     let now: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(&values).expect("values")).expect("YAML");
     assert_eq!(now["manager"]["replicas"], serde_yaml::Value::from(3));
@@ -424,32 +378,13 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
     // A kind that goes takes its CRD template along, and nothing of the user's.
     ok(
         &project,
-        &[
-            "delete",
-            "webhook",
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-            "--defaulting",
-        ],
+        "delete webhook --group apps --version v1alpha1 --kind Blog --defaulting",
     );
     ok(
         &project,
-        &[
-            "delete",
-            "api",
-            "--group",
-            "apps",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Blog",
-        ],
+        "delete api --group apps --version v1alpha1 --kind Blog",
     );
-    ok(&project, &["manifests"]);
+    ok(&project, "manifests");
     assert!(
         !project
             .join("dist/chart/templates/crd/apps.example.com_blogs.yaml")
@@ -461,7 +396,7 @@ fn values_and_templates_of_the_user_survive_a_re_render() {
             .exists()
     );
     assert_eq!(std::fs::read_to_string(&mine).expect("mine"), template_text);
-    helm_ok(&project, &["lint", "--strict", "dist/chart"]);
+    helm_ok(&project, "lint --strict dist/chart");
     // The values file still says `webhook:` (the user's now); the manager serves none.
     let rendered = template(&project, &[]);
     assert!(!rendered.contains("webhook"), "{rendered}");
@@ -491,42 +426,22 @@ fn the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane() {
         &project,
         &["--group", "apps", "--version", "v1", "--kind", "Blog"],
     );
-    ok(&project, &["edit", "--helm"]);
+    ok(&project, "edit --helm");
     let binary = support::build_manager(&project, "helmdemo");
     let kubeconfig = plane.kubeconfig().display().to_string();
     helm_ok(
         &project,
-        &[
-            "install",
-            "helmdemo",
-            "dist/chart",
-            "--namespace",
-            "helmdemo-system",
-            "--create-namespace",
-            "--kubeconfig",
-            &kubeconfig,
-        ],
+        &format!(
+            "install helmdemo dist/chart --namespace helmdemo-system --create-namespace --kubeconfig {kubeconfig}"
+        ),
     );
-    kubectl_ok(
+    kubectl(
         &plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/blogs.apps.example.com",
-            "--timeout=60s",
-        ],
+        "wait --for=condition=Established crd/blogs.apps.example.com --timeout=60s",
     );
-    let deployment = kubectl_ok(
+    let deployment = kubectl(
         &plane,
-        &[
-            "get",
-            "deployment",
-            "-n",
-            "helmdemo-system",
-            "helmdemo-controller-manager",
-            "-o",
-            "json",
-        ],
+        "get deployment -n helmdemo-system helmdemo-controller-manager -o json",
     );
     assert!(deployment.contains("--leader-elect"), "{deployment}");
 
@@ -581,14 +496,7 @@ fn the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane() {
 
     helm_ok(
         &project,
-        &[
-            "uninstall",
-            "helmdemo",
-            "--namespace",
-            "helmdemo-system",
-            "--kubeconfig",
-            &kubeconfig,
-        ],
+        &format!("uninstall helmdemo --namespace helmdemo-system --kubeconfig {kubeconfig}"),
     );
     let gone = plane
         .kubectl()
@@ -605,19 +513,14 @@ fn the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane() {
         !gone.status.success(),
         "the Deployment outlived the release"
     );
-    kubectl_ok(&plane, &["get", "crd", "blogs.apps.example.com"]);
-    let left = kubectl_ok(
-        &plane,
-        &[
-            "get",
-            "blogs.apps.example.com",
-            "-n",
-            "default",
-            "-o",
-            "name",
-        ],
-    );
+    kubectl(&plane, "get crd blogs.apps.example.com");
+    let left = kubectl(&plane, "get blogs.apps.example.com -n default -o name");
     assert!(!left.trim().is_empty(), "the sample went with the release");
+}
+
+/// kubectl with the words of `line` as arguments, which must succeed: its output.
+fn kubectl(plane: &support::control_plane::ControlPlane, line: &str) -> String {
+    kubectl_ok(plane, &line.split_whitespace().collect::<Vec<_>>())
 }
 
 fn start(binary: &Path, kubeconfig: &Path, log: &PathBuf) -> Child {

@@ -843,19 +843,16 @@ fn a_manager_whose_watches_rbac_forbids_is_not_ready_and_exits_naming_why() {
     let kubeconfig = plane.kubeconfig_as(SERVICE_ACCOUNT).expect("kubeconfig");
     let (probes, metrics) = (free_port().expect("port"), free_port().expect("port"));
     let log = session.join("forbidden.log");
-    let out = std::fs::File::create(&log).expect("log");
-    let mut child = Command::new(&binary)
-        .args([
+    let mut child = spawn_manager(
+        &binary,
+        &kubeconfig,
+        &log,
+        &[
             &format!("--health-probe-bind-address=:{probes}"),
             &format!("--metrics-bind-address=127.0.0.1:{metrics}"),
             "--cache-sync-timeout=6s",
-        ])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("POD_NAMESPACE", "demo-system")
-        .stdout(out.try_clone().expect("log"))
-        .stderr(out)
-        .spawn()
-        .expect("the manager starts");
+        ],
+    );
     let context = || std::fs::read_to_string(&log).unwrap_or_default();
     let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
     let host = if ipv6 { "::1" } else { "127.0.0.1" };
@@ -915,6 +912,20 @@ fn deploy_blog_project(plane: &ControlPlane, session: &support::Session) -> Path
     );
     apply(plane, &rendered);
     binary
+}
+
+/// Starts the manager `binary` with `args` as `kubeconfig`'s user in namespace demo-system,
+/// its output into `log`.
+fn spawn_manager(binary: &Path, kubeconfig: &Path, log: &Path, args: &[&str]) -> Child {
+    let out = std::fs::File::create(log).expect("log");
+    Command::new(binary)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", "demo-system")
+        .stdout(out.try_clone().expect("log"))
+        .stderr(out)
+        .spawn()
+        .expect("the manager starts")
 }
 
 fn refused_log(session: &support::Session) -> String {
@@ -1098,20 +1109,17 @@ fn queue_depth_rises_while_reconciles_are_held_and_falls_back_to_zero() {
     let proxied = proxy.kubeconfig(&plane, &direct);
     let (probes, metrics) = (free_port().expect("port"), free_port().expect("port"));
     let log = session.join("held.log");
-    let out = std::fs::File::create(&log).expect("log");
-    let mut manager = Command::new(&binary)
-        .args([
+    let mut manager = spawn_manager(
+        &binary,
+        &proxied,
+        &log,
+        &[
             &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
             &format!("--metrics-bind-address=127.0.0.1:{metrics}"),
             "--metrics-secure=false",
             "--max-concurrent-reconciles=1",
-        ])
-        .env("KUBECONFIG", &proxied)
-        .env("POD_NAMESPACE", "demo-system")
-        .stdout(out.try_clone().expect("log"))
-        .stderr(out)
-        .spawn()
-        .expect("the manager starts");
+        ],
+    );
     let context = || std::fs::read_to_string(&log).unwrap_or_default();
     eventually("the manager answers /readyz", &context, || {
         http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
