@@ -29,9 +29,7 @@ use crate::{
     Context,
     children::{Caches, Observed, resource_of},
     metrics::Metrics,
-    reconciler::{
-        KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, as_applied, jittered, reconcile,
-    },
+    reconciler::{KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, as_applied, reconcile},
     watch::{Packed, store_packed},
 };
 
@@ -508,9 +506,9 @@ pub async fn settled<R: Reconcile>(
 }
 
 /// Checks that a successful reconcile's `action` asks to look again when `object` says
-/// ([`crate::Desired::requeue_after`]), at most after the hourly resync (up to 10% later for
-/// each object). A controller whose requeue moves between two calls (it is computed from the
-/// clock) need only requeue.
+/// ([`crate::Desired::requeue_after`], at most the hourly resync), and otherwise waits for a
+/// change (the controller's resync timer looks at every object each hour). A controller whose
+/// requeue moves between two calls (it is computed from the clock) need only requeue.
 async fn assert_requeue<R: Reconcile>(reconciler: &R, object: &R::Kind, action: &Action) {
     let first = desired(reconciler, object).await.requeue_after;
     let second = desired(reconciler, object).await.requeue_after;
@@ -522,10 +520,9 @@ async fn assert_requeue<R: Reconcile>(reconciler: &R, object: &R::Kind, action: 
         );
         return;
     }
-    let uid = object.uid().unwrap_or_default();
     let expected = match first {
         Some(delay) => Action::requeue(delay.min(RESYNC)),
-        None => Action::requeue(jittered(RESYNC, &uid)),
+        None => Action::await_change(),
     };
     assert_eq!(*action, expected, "the reconcile's requeue");
 }

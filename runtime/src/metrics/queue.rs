@@ -50,8 +50,9 @@ pub(crate) struct Work {
 
 #[derive(Default)]
 struct Queue {
-    /// Objects waiting (by a hash of their key: every object can wait for its resync, and 8
-    /// bytes a key keep that small), each with when it is (or was) due.
+    /// Objects waiting (by a hash of their key: every object waits at once after the first
+    /// list and at each resync, and 8 bytes a key keep that small), each with when it is (or
+    /// was) due.
     pending: HashMap<u64, Instant>,
     /// Reconciles running, by id, with their start.
     running: HashMap<u64, Instant>,

@@ -96,9 +96,11 @@ pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// is desired changes (a field is no longer asked for, even by a new version of the operator),
 /// the child is applied again although every field it still asks for is there.
 pub const APPLIED: &str = "kopgen.io/applied-hash";
-/// How often a healthy object is reconciled although nothing changed: a safety net for missed
-/// events, not the way drift is found (the watches are). Each object's is up to 10% longer, so
-/// that objects created together do not resync together.
+/// How often every object is reconciled although nothing changed: a safety net for missed
+/// events, not the way drift is found (the watches are). One timer per controller enqueues
+/// every cached object, as controller-runtime's `SyncPeriod` does: a timer per object would
+/// keep a pending request for each in kube-runtime's scheduler, about a kilobyte apiece, for
+/// as long as the manager runs.
 pub const RESYNC: Duration = Duration::from_secs(3600);
 
 /// A controller: the kind it reconciles and what an object of that kind asks for. Everything
@@ -370,8 +372,18 @@ pub async fn run<R: Reconcile>(
     };
     let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
     let config = controller::Config::default().concurrency(ctx.concurrency);
+    let resync = {
+        let (store, metrics) = (store.clone(), metrics.clone());
+        resync_ticks().inspect(move |()| {
+            for object in store.state() {
+                let key = queue_key(object.namespace().as_deref(), &object.name_any());
+                metrics.queued(R::NAME, &key);
+            }
+        })
+    };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(owners)
+        .reconcile_all_on(resync)
         .with_config(config)
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile::<R>, error_policy::<R>, shared)
@@ -547,7 +559,15 @@ async fn reconcile_once<R: Reconcile>(
     shared.backoff.forget(&uid);
     Ok(match desired.requeue_after {
         Some(delay) => (Some(delay.min(RESYNC)), true),
-        None => (Some(jittered(RESYNC, &uid)), false),
+        None => (None, false),
+    })
+}
+
+/// A tick every [`RESYNC`], the first one [`RESYNC`] after the start.
+fn resync_ticks() -> impl futures::Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold((), |()| async {
+        tokio::time::sleep(RESYNC).await;
+        Some(((), ()))
     })
 }
 

@@ -129,9 +129,10 @@ fn api_error(code: u16) -> Error {
     ))
 }
 
-/// The requeue of a healthy object without a requeue of its own: the resync, jittered by uid.
-fn resync(object: &Thing) -> Action {
-    Action::requeue(jittered(RESYNC, &object.uid().unwrap_or_default()))
+/// The requeue of a healthy object without a requeue of its own: none, the controller's resync
+/// timer (or a change) brings it back.
+fn resync(_object: &Thing) -> Action {
+    Action::await_change()
 }
 
 #[test]
@@ -151,7 +152,7 @@ fn errors_are_retried_by_class() {
 }
 
 #[test]
-fn resyncs_are_spread_over_ten_percent_by_object() {
+fn retries_are_spread_over_ten_percent_by_object() {
     let delays: Vec<Duration> = (0..50)
         .map(|i| jittered(RESYNC, &format!("uid-{i}")))
         .collect();
@@ -166,7 +167,7 @@ fn resyncs_are_spread_over_ten_percent_by_object() {
         "the same object, the same delay"
     );
     let distinct: std::collections::BTreeSet<_> = delays.iter().collect();
-    assert!(distinct.len() > 40, "objects resync apart: {delays:?}");
+    assert!(distinct.len() > 40, "objects retry apart: {delays:?}");
 }
 
 #[tokio::test]
