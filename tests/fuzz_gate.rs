@@ -152,3 +152,40 @@ fn the_cost_estimate_and_rule_evaluation_never_panic() {
         let _ = kopgen::manifests::rule_check::problem(&node, &value);
     }
 }
+
+/// The chart's values file, as users edit it: a mutated one gives values (which a second
+/// render keeps as they are) or an error, never a panic; resource files of `config/` mutated
+/// the same way become templates or an error.
+#[test]
+fn the_chart_reads_mutated_values_and_resources_without_panicking() {
+    use kopgen::chart::{resources, values};
+    let facts = values::Facts {
+        webhooks: Some(kopgen::project::Certificates::CertManager),
+    };
+    let seeds = [
+        values::render(&facts, None).expect("renders"),
+        "manager:\n  replicas: 3\n  tolerations:\n  - key: a\nteam: {a: [1, 2]}\nwebhook: x\n"
+            .into(),
+    ];
+    let resource = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: kustomize\n  name: leader-election-rolebinding\n  namespace: system\nroleRef:\n  kind: Role\n  name: leader-election-role\nsubjects:\n- kind: ServiceAccount\n  name: controller-manager\n  namespace: system\nwebhooks:\n- clientConfig:\n    service: {name: webhook-service, namespace: system}\nspec:\n  dnsNames: [a.b.svc]\n  issuerRef: {name: i}\n";
+    let names = resources::Names::default();
+    let mut rng = Rng(0x5eed_0004);
+    for round in 0..1500 {
+        let text =
+            String::from_utf8_lossy(&mutate(&mut rng, seeds[round % 2].as_bytes())).into_owned();
+        if let Ok(rendered) = values::render(&facts, Some(&text)) {
+            let again = values::render(&facts, Some(&rendered)).unwrap_or_else(|e| {
+                panic!("round {round}: {e}\n--- input\n{text}\n--- rendered\n{rendered}")
+            });
+            assert_eq!(
+                again, rendered,
+                "round {round}: a second render changed\n{text}"
+            );
+        }
+        let _ = values::with_certificates(&text, kopgen::project::Certificates::SelfManaged);
+        let doc = String::from_utf8_lossy(&mutate(&mut rng, resource.as_bytes())).into_owned();
+        if let Ok(value) = serde_yaml::from_str::<Value>(&doc) {
+            let _ = resources::to_yaml(resources::chartify(value, &names), &["    a: b".into()]);
+        }
+    }
+}

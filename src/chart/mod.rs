@@ -45,7 +45,8 @@ pub struct Derived<'a> {
 /// The `config/` directories the chart takes resources from, and the value that switches each.
 const DIRECTORIES: &[(&str, Option<&str>)] = &[
     ("rbac", None),
-    ("default", Some(".Values.metrics.enable")),
+    // config/default's own files: the metrics Service (switched by `metrics.enable`), and any the user adds.
+    ("default", None),
     (
         "webhook",
         Some("and .Values.webhook .Values.webhook.enable"),
@@ -117,6 +118,10 @@ pub fn render(
     }
     for &(name, condition) in DIRECTORIES {
         for (file, text) in listed(changes, name)? {
+            let condition = match (name, file.as_str()) {
+                ("default", "metrics_service.yaml") => Some(".Values.metrics.enable"),
+                _ => condition,
+            };
             templates.push(Template {
                 path: format!("{name}/{file}"),
                 condition,

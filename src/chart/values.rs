@@ -248,7 +248,7 @@ pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
         "# Values of the chart kopgen renders from the project (values.schema.json checks them).\n\
          # Edit freely: `kopgen manifests` keeps your values, and your own keys for templates you add.\n",
     );
-    emit(&model, user.as_ref(), 0, &mut out);
+    emit(&model, user.as_ref(), "", &mut out)?;
     Ok(out)
 }
 
@@ -284,13 +284,30 @@ fn has_every_key(keys: &[Key], user: &serde_yaml::Value) -> bool {
         })
 }
 
-fn emit(keys: &[Key], user: Option<&serde_yaml::Value>, indent: usize, out: &mut String) {
+/// The model's keys under `path` (empty: the top), with the user's values, then the user's own
+/// keys; a user's value where the model has keys below must be a mapping (or empty).
+fn emit(
+    keys: &[Key],
+    user: Option<&serde_yaml::Value>,
+    path: &str,
+    out: &mut String,
+) -> Result<(), String> {
+    let indent = if path.is_empty() {
+        0
+    } else {
+        2 * (path.matches('.').count() + 1)
+    };
     let pad = " ".repeat(indent);
     for key in keys {
         if !key.doc.is_empty() {
             out.push_str(&format!("{pad}# {}\n", key.doc));
         }
         let mine = user.and_then(|u| u.get(key.name));
+        let here = if path.is_empty() {
+            key.name.to_owned()
+        } else {
+            format!("{path}.{}", key.name)
+        };
         match &key.node {
             Node::Leaf(default, _) => {
                 let value = match mine {
@@ -300,23 +317,34 @@ fn emit(keys: &[Key], user: Option<&serde_yaml::Value>, indent: usize, out: &mut
                 out.push_str(&entry(key.name, &value, indent));
             }
             Node::Branch(keys) => {
+                if let Some(value) = mine.filter(|m| !m.is_mapping() && !m.is_null()) {
+                    let value = crate::yaml::to_string(value).unwrap_or_default();
+                    return Err(format!(
+                        "`{here}` is `{}` where a mapping of values is expected",
+                        value.trim_end()
+                    ));
+                }
                 out.push_str(&format!("{pad}{}:\n", key.name));
-                emit(keys, mine.filter(|m| m.is_mapping()), indent + 2, out);
+                emit(keys, mine.filter(|m| m.is_mapping()), &here, out)?;
             }
         }
     }
     // The user's own keys at this level, after the model's.
     if let Some(serde_yaml::Value::Mapping(map)) = user {
         for (name, value) in map {
-            let known = name
-                .as_str()
-                .is_some_and(|n| keys.iter().any(|k| k.name == n));
-            if !known {
-                let name = crate::yaml::to_string(name).unwrap_or_default();
+            let Some(name) = name.as_str() else {
+                return Err(format!(
+                    "a key that is not a string under `{}`",
+                    if path.is_empty() { "the top" } else { path }
+                ));
+            };
+            if !keys.iter().any(|k| k.name == name) {
+                let name = crate::yaml::to_string(&name).unwrap_or_default();
                 out.push_str(&entry(name.trim_end(), value, indent));
             }
         }
     }
+    Ok(())
 }
 
 /// `name: value` at `indent`, the value inline when it is a scalar or empty, else below.
@@ -328,8 +356,14 @@ fn entry(name: &str, value: &serde_yaml::Value, indent: usize) -> String {
         serde_yaml::Value::Mapping(map) => map.is_empty(),
         _ => true,
     };
-    if inline && !text.trim_end().contains('\n') {
-        return format!("{pad}{name}: {}\n", text.trim_end());
+    if inline {
+        // A scalar on several lines (a block scalar) starts after the key, its lines below.
+        let mut lines = text.trim_end().lines();
+        let mut out = format!("{pad}{name}: {}\n", lines.next().unwrap_or_default());
+        for line in lines {
+            out.push_str(&format!("{pad}{line}\n"));
+        }
+        return out;
     }
     let mut out = format!("{pad}{name}:\n");
     let inner = if matches!(value, serde_yaml::Value::Sequence(_)) {
@@ -413,6 +447,13 @@ mod tests {
     fn a_values_file_that_is_not_a_mapping_is_an_error() {
         assert!(render(&facts(), Some("- a\n")).is_err());
         assert!(render(&facts(), Some("a: [\n")).is_err());
+        let said = render(&facts(), Some("manager:\n  image: x\n")).expect_err("refused");
+        assert!(said.contains("`manager.image` is `x`"), "{said}");
+        assert!(render(&facts(), Some("? [a]\n: b\n")).is_err());
+        // A value on several lines stays one value.
+        let text = render(&facts(), Some("notes: \"one\\ntwo\\n\"\n")).expect("renders");
+        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["notes"], serde_yaml::Value::from("one\ntwo\n"));
     }
 
     #[test]
