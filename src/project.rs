@@ -60,6 +60,16 @@ pub enum Certificates {
     SelfManaged,
 }
 
+impl Certificates {
+    /// The mode as PROJECT, the CLI and the chart's values write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Certificates::CertManager => "cert-manager",
+            Certificates::SelfManaged => "self-managed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
@@ -137,6 +147,11 @@ impl Resource {
 }
 
 impl Project {
+    /// Whether any kind has a webhook.
+    pub fn has_webhooks(&self) -> bool {
+        self.resources.iter().any(|r| r.webhooks.is_some())
+    }
+
     /// The CRDs (`plural.group`) that a conversion webhook converts, sorted.
     pub fn converted_crds(&self) -> Vec<String> {
         let crds: std::collections::BTreeSet<String> = (self.resources.iter())

@@ -42,15 +42,15 @@ pub struct Derived<'a> {
     pub webhooks: Option<&'a str>,
 }
 
+/// Whether the webhooks are on (a values file may lack `webhook` once they are gone).
+const WEBHOOKS_ON: &str = "and .Values.webhook .Values.webhook.enable";
+
 /// The `config/` directories the chart takes resources from, and the value that switches each.
 const DIRECTORIES: &[(&str, Option<&str>)] = &[
     ("rbac", None),
     // config/default's own files: the metrics Service (switched by `metrics.enable`), and any the user adds.
     ("default", None),
-    (
-        "webhook",
-        Some("and .Values.webhook .Values.webhook.enable"),
-    ),
+    ("webhook", Some(WEBHOOKS_ON)),
     ("certmanager", Some("include \"chart.certManager\" .")),
     ("selfmanaged", Some("include \"chart.selfManaged\" .")),
     ("network-policy", Some(".Values.networkPolicy.enable")),
@@ -109,7 +109,7 @@ pub fn render(
         let docs = parse(webhooks, crate::webhooks::PATH)?;
         templates.push(Template {
             path: "webhook/manifests.yaml".into(),
-            condition: DIRECTORIES[2].1,
+            condition: Some(WEBHOOKS_ON),
             docs: docs
                 .into_iter()
                 .map(|d| (d, vec![inject.to_owned()]))
@@ -182,15 +182,11 @@ pub fn render(
         changes,
     );
     let facts = values::Facts {
-        webhooks: project
-            .resources
-            .iter()
-            .any(|r| r.webhooks.is_some())
-            .then(|| {
-                project
-                    .webhook_certificates
-                    .unwrap_or(crate::project::Certificates::CertManager)
-            }),
+        webhooks: project.has_webhooks().then(|| {
+            project
+                .webhook_certificates
+                .unwrap_or(crate::project::Certificates::CertManager)
+        }),
     };
     put(
         "templates/_project.tpl".into(),

@@ -59,23 +59,10 @@ fn escape_all(value: &mut Value) {
     }
 }
 
-/// Kinds without a namespace among those a project's config holds; any other kind is namespaced
-/// (kustomize's rule for kinds it does not know).
+/// Kinds without a namespace: the built-in ones of the kinds table, and cert-manager's
+/// ClusterIssuer; any other kind is namespaced (kustomize's rule for kinds it does not know).
 fn cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingWebhookConfiguration"
-            | "Namespace"
-            | "ClusterIssuer"
-            | "PriorityClass"
-            | "StorageClass"
-            | "IngressClass"
-            | "APIService"
-    ) || crate::k8s_kinds::is_cluster_scoped(kind)
+    kind == "ClusterIssuer" || crate::k8s_kinds::is_cluster_scoped(kind)
 }
 
 fn prefixed(name: &str) -> Value {

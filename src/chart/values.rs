@@ -179,16 +179,12 @@ fn model(facts: &Facts) -> Vec<Key> {
         ),
     ];
     if let Some(mode) = facts.webhooks {
-        let mode = match mode {
-            crate::project::Certificates::CertManager => "cert-manager",
-            crate::project::Certificates::SelfManaged => "self-managed",
-        };
         keys.push(branch("webhook", "The admission and conversion webhooks.", vec![
             leaf("enable", "", json!(true), json!({"type": "boolean"})),
             leaf(
                 "certificates",
                 "cert-manager issues the certificate (cert-manager must be installed), or self-managed: the manager makes and renews its own.",
-                json!(mode),
+                json!(mode.name()),
                 json!({"enum": ["cert-manager", "self-managed"]}),
             ),
         ]));
@@ -255,10 +251,7 @@ pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
 /// `text` (a `values.yaml`) with `webhook.certificates` set to `mode`, every other line as it
 /// is: `kopgen edit --webhook-certificates` switches the chart's default with `config/`.
 pub fn with_certificates(text: &str, mode: crate::project::Certificates) -> String {
-    let mode = match mode {
-        crate::project::Certificates::CertManager => "cert-manager",
-        crate::project::Certificates::SelfManaged => "self-managed",
-    };
+    let mode = mode.name();
     let mut in_webhook = false;
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {

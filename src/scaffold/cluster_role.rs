@@ -5,18 +5,12 @@
 use super::edit::EditError;
 use crate::{
     changeset::ChangeSet,
-    project::Project,
     templates::{self, Release},
 };
 
 /// The self-managed certificate's ClusterRole.
 pub(super) const CLUSTER_ROLE: &str = "config/selfmanaged/cluster_role.yaml";
 pub(super) const CLUSTER_ROLE_TEMPLATE: &str = "webhook/config/selfmanaged/cluster_role.yaml.tera";
-
-/// The CRDs with a conversion webhook, as the [`CLUSTER_ROLE`] lists them.
-pub(super) fn converted_crds(project: &Project) -> Vec<String> {
-    project.converted_crds()
-}
 
 /// Writes the [`CLUSTER_ROLE`] for the CRDs converted `now`. The file is kopgen's whole, so
 /// it is replaced only while it holds what kopgen wrote (for the CRDs converted `before`, or

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use super::{
     api::ApiError,
-    cluster_role::{CLUSTER_ROLE, CLUSTER_ROLE_TEMPLATE, converted_crds},
+    cluster_role::{CLUSTER_ROLE, CLUSTER_ROLE_TEMPLATE},
     edit::{EditError, comment, unedit},
     kind::Kind,
     webhook::{self, DEFAULT_KUSTOMIZATION, SHARED_FILES, WEBHOOK_BLOCKS, WEBHOOKS_MOD},
@@ -105,7 +105,7 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
         });
     };
     let kind = Kind::of(resource);
-    let converted_before = converted_crds(&project_snapshot);
+    let converted_before = project_snapshot.converted_crds();
     let left = ResourceWebhooks {
         defaulting: recorded.defaulting && !asked(options.defaulting, true),
         validation: recorded.validation && !asked(options.validation, true),
@@ -175,7 +175,7 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
     if recorded.conversion && !left.conversion {
         delete_conversion(&mut changes, &project, &kind, &module)?;
     }
-    if !project.resources.iter().any(|r| r.webhooks.is_some()) {
+    if !project.has_webhooks() {
         delete_server(&mut changes, &mut project, &header, &converted_before)?;
     } else if changes.exists(CLUSTER_ROLE) {
         // The self-managed certificate's ClusterRole names the CRDs still converted.
@@ -185,7 +185,7 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
             crate::templates::Release::Current,
             &context,
             &converted_before,
-            &converted_crds(&project),
+            &project.converted_crds(),
             false,
         )?;
     }

@@ -165,7 +165,7 @@ pub(crate) fn plan_as(
         return Err(WebhookError::NothingToDo);
     }
     let mut project = Project::load(&options.path).map_err(ApiError::from)?;
-    let converted_before = super::cluster_role::converted_crds(&project);
+    let converted_before = project.converted_crds();
     names::validate_version(&options.version).map_err(ApiError::from)?;
     names::validate_kind(&options.kind).map_err(ApiError::from)?;
     let full_group = format!("{}.{}", options.group, project.domain);
@@ -340,7 +340,7 @@ fn put_shared_files(
 /// `kopgen edit --webhook-certificates`: switches a project that has webhooks to `mode`.
 pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, WebhookError> {
     let mut project = Project::load(path).map_err(ApiError::from)?;
-    if !project.resources.iter().any(|r| r.webhooks.is_some()) {
+    if !project.has_webhooks() {
         return Err(WebhookError::NoWebhooks);
     }
     let mut changes = ChangeSet::new(path.to_path_buf());
@@ -348,7 +348,7 @@ pub fn plan_certificates(path: &Path, mode: Certificates) -> Result<ChangeSet, W
     let header = super::init::header_from_boilerplate(&boilerplate);
     let context = shared_context(&project, &header);
     put_shared_files(&mut changes, Release::Current, &context)?;
-    let converted = super::cluster_role::converted_crds(&project);
+    let converted = project.converted_crds();
     use_certificates(
         &mut changes,
         Release::Current,
@@ -407,7 +407,7 @@ fn use_certificates(
         release,
         context,
         before,
-        &super::cluster_role::converted_crds(project),
+        &project.converted_crds(),
         force,
     )?;
     if release == Release::Current {

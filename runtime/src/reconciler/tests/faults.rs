@@ -54,7 +54,7 @@ async fn a_field_no_longer_desired_is_removed_even_when_every_desired_field_is_t
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), resync(&object));
+    assert_eq!(action.expect("reconcile succeeds"), Action::await_change());
 }
 
 /// A child whose `managed-by` label someone removed (kubectl, a policy engine, a restore) leaves

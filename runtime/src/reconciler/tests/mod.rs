@@ -129,12 +129,6 @@ fn api_error(code: u16) -> Error {
     ))
 }
 
-/// The requeue of a healthy object without a requeue of its own: none, the controller's resync
-/// timer (or a change) brings it back.
-fn resync(_object: &Thing) -> Action {
-    Action::await_change()
-}
-
 #[test]
 fn errors_are_retried_by_class() {
     assert_eq!(api_error(500).retry(), Retry::Backoff);
@@ -350,7 +344,7 @@ async fn the_first_update_of_a_created_child_hands_its_fields_to_the_apply() {
         server
     };
     let (action, _) = converse(scenario, reconcile(Arc::new(object.clone()), shared)).await;
-    assert_eq!(action.expect("reconcile succeeds"), resync(&object));
+    assert_eq!(action.expect("reconcile succeeds"), Action::await_change());
     assert!(
         hand_over_created_fields(child.meta(), crate::testing::MANAGER).is_none(),
         "nothing to hand over without an Update entry"
@@ -370,7 +364,7 @@ async fn a_reconcile_waits_for_the_first_lists_of_its_caches() {
     assert!(early.is_err(), "it waits for the caches");
     fill(applied_children(&object).await, Vec::new());
     let (action, requests) = converse(async move { server }, reconciling).await;
-    assert_eq!(action.expect("reconcile succeeds"), resync(&object));
+    assert_eq!(action.expect("reconcile succeeds"), Action::await_change());
     assert!(requests.is_empty(), "nothing to write: {requests:?}");
 }
 
