@@ -33,6 +33,11 @@ pub struct Project {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub helm: bool,
     pub layout: Vec<String>,
+    /// controller-gen's `maxDescLen` for every CRD: `manifests` cuts descriptions to this many
+    /// characters (0 drops them), and so do the project's drift test and
+    /// `kopgen_runtime::crds::Settings` (`kopgen edit --max-desc-len`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_desc_len: Option<usize>,
     /// The manager watches only its own namespace(s) (Roles instead of ClusterRoles).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub namespaced: bool,

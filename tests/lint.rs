@@ -3,6 +3,7 @@
 
 mod support;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use support::{Session, tree};
 
 const HEADER: &str = "use std::collections::BTreeMap;\nuse kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n";
@@ -325,30 +326,46 @@ fn lint_modes_warn_and_off() {
     );
 }
 
+/// `n` documented fields of ~500 bytes of description each.
+fn documented_fields(n: usize) -> String {
+    let doc = "A long description of this field that explains far too much. ".repeat(8);
+    (0..n)
+        .map(|i| format!("    /// {doc}\n    pub field_{i}: Option<String>,\n"))
+        .collect()
+}
+
 #[test]
 fn size_budgets_and_max_desc_len() {
-    // 600 documented fields of ~500 bytes of description each: about 300 KB.
-    let doc = "A long description of this field that explains far too much. ".repeat(8);
-    let fields: String = (0..600)
-        .map(|i| format!("    /// {doc}\n    pub field_{i}: Option<String>,\n"))
-        .collect();
-    let source = spec(&fields, "");
-    let (run, session) = manifests(&source, "error");
+    // About 1.2 MB as JSON: over the warning, under the limit; written, with a size report.
+    let (run, session) = manifests(&spec(&documented_fields(2200), ""), "error");
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("warning[size]: lint.example.com_linties.yaml is"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("metadata.annotations: Too long"),
+            .contains("warning[size]: out/lint.example.com_linties.yaml: the CRD is 11")
+            && run.stderr.contains("of the API server's limit of 1.5 MiB")
+            && run.stderr.contains("kopgen edit --max-desc-len N"),
         "{}",
         run.stderr
     );
     let full =
         std::fs::read_to_string(session.join("out/lint.example.com_linties.yaml")).expect("crd");
-    assert!(full.len() > 262_144);
+    assert!(full.len() > 1_048_576);
+    let report = session.kopgen(&[
+        "manifests",
+        "--paths",
+        "src",
+        "--output-dir",
+        "out",
+        "--sizes",
+    ]);
+    assert!(
+        report.stderr.contains("CRD sizes as JSON")
+            && report
+                .stderr
+                .contains("%  out/lint.example.com_linties.yaml"),
+        "{}",
+        report.stderr
+    );
 
     let short = session.kopgen(&[
         "manifests",
@@ -381,6 +398,77 @@ fn size_budgets_and_max_desc_len() {
     let text =
         std::fs::read_to_string(session.join("none/lint.example.com_linties.yaml")).expect("crd");
     assert!(!text.contains("description:"), "0 drops descriptions");
+}
+
+/// `kopgen manifests` and the project's drift test (`kopgen_runtime::crds::Settings`) cut
+/// descriptions alike, on text with multi-byte characters and every kind of whitespace, at
+/// every length, in every place a schema holds one.
+#[test]
+fn manifests_and_the_runtime_cut_descriptions_alike() {
+    let words = [
+        "a",
+        "ünïcødé",
+        "🦀🦀",
+        " ",
+        "\t",
+        "\n",
+        "word",
+        "longerword",
+        "  ",
+        "x.y",
+        "",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _ in 0..200 {
+        let mut text = || -> String { (0..next(12)).map(|_| words[next(words.len())]).collect() };
+        let schema = serde_json::json!({
+            "type": "object",
+            "description": text(),
+            "properties": {
+                "a": {"type": "array", "description": text(), "items": {"type": "string", "description": text()}},
+                "m": {"type": "object", "additionalProperties": {"type": "string", "description": text()}},
+                "o": {"anyOf": [{"description": text()}], "oneOf": [{"description": text()}], "allOf": [{"description": text()}], "not": {"description": text()}}
+            }
+        });
+        let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "xs.example.com"},
+            "spec": {"group": "example.com", "names": {"kind": "X", "plural": "xs"}, "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]}
+        }))
+        .expect("a CRD");
+        for max in 0..24 {
+            let mut by_manifests = crd.clone();
+            kopgen::manifests::lint::truncate_descriptions(&mut by_manifests, max);
+            let mut by_runtime = crd.clone();
+            kopgen_runtime::crds::Settings::default()
+                .with_max_desc_len(Some(max))
+                .apply(&mut by_runtime);
+            assert_eq!(by_manifests, by_runtime, "max {max}");
+        }
+    }
+}
+
+/// Over the API server's limit a CRD cannot be applied: an error, and nothing written.
+#[test]
+fn a_crd_over_the_api_servers_limit_is_an_error() {
+    let (run, session) = manifests(&spec(&documented_fields(3300), ""), "error");
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr
+            .contains("error[size]: out/lint.example.com_linties.yaml: the CRD is")
+            && run
+                .stderr
+                .contains("over the API server's limit of 1.5 MiB"),
+        "{}",
+        run.stderr
+    );
+    assert!(!session.join("out/lint.example.com_linties.yaml").exists());
 }
 
 #[test]

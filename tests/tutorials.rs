@@ -193,6 +193,16 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
         );
     }
     copy(&project, "cronjob_test.rs", "tests/cronjob.rs");
+    // The PodTemplateSpec a CronJob embeds brings most of the CRD's bytes, in descriptions:
+    // PROJECT's maxDescLen cuts them for `manifests` and for the project's drift test alike.
+    let bases = project.join("config/crd/bases/batch.example.com_cronjobs.yaml");
+    let run = support::run_kopgen(&project, &["manifests"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let whole = std::fs::metadata(&bases).map(|m| m.len()).expect("the CRD");
+    let run = support::run_kopgen(&project, &["edit", "--max-desc-len", "80"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let cut = std::fs::metadata(&bases).map(|m| m.len()).expect("the CRD");
+    assert!(cut * 3 < whole * 2, "{whole} bytes, then {cut}");
     check(
         &project,
         &assets,

@@ -22,7 +22,6 @@ mod certificates;
 pub mod children;
 pub mod config;
 pub mod context;
-#[cfg(any(test, feature = "testing"))]
 pub mod crds;
 #[cfg(feature = "envtest")]
 #[allow(missing_docs)]

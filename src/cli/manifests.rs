@@ -42,9 +42,14 @@ pub struct ManifestsArgs {
     #[arg(long, value_name = "FEATURES", value_delimiter = ',')]
     pub features: Vec<String>,
     /// Truncate descriptions to N characters (0 drops them), like controller-gen's maxDescLen.
-    /// Departs from `crd()` byte parity: use it only to fit large CRDs under the size budgets.
+    /// In a project, PROJECT's `maxDescLen` (`kopgen edit --max-desc-len`) sets it for
+    /// every run and for the project's drift test; this flag overrides it for one run.
     #[arg(long, value_name = "N")]
     pub max_desc_len: Option<usize>,
+    /// Print each CRD's size (compact JSON, as clients send it) and its share of the API
+    /// server's limit, to standard error.
+    #[arg(long)]
+    pub sizes: bool,
     /// Fail on changes that break existing objects or clients since a previous revision of the
     /// CRDs: a git revision (`origin/main`: the output directory there; `REF:path`), a CRD
     /// file or directory, or `kube://` (the cluster in the kubeconfig, with its stored
@@ -72,10 +77,11 @@ pub enum LintMode {
     Off,
 }
 
-/// Client-side `kubectl apply` stores the object in an annotation limited to 256 KiB.
-pub const SIZE_WARNING: usize = 262_144;
+/// A CRD this large (as JSON) is two thirds of the way to the limit: one more embedded
+/// Kubernetes type, or a second version, can cross it.
+pub const SIZE_WARNING: usize = 1_048_576;
 
-/// etcd's default request limit.
+/// etcd's default request limit (1.5 MiB), which every object the API server stores must fit.
 pub const SIZE_ERROR: usize = 1_572_864;
 
 /// Signals a `--check` that found differences: the CLI exits 1 without an error message.
@@ -107,6 +113,13 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         .output_dir
         .as_ref()
         .map_or_else(|| root.join("config/crd/bases"), |dir| cwd.join(dir));
+    // A PROJECT that does not parse is an error, never "up to date" for a project whose
+    // settings, roles and webhooks were silently left out.
+    let project = match crate::project::Project::load(&root) {
+        Ok(project) => Some(project),
+        Err(crate::project::ProjectError::NotAProject(_)) => None,
+        Err(e) => return Err(anyhow::Error::new(e).context("kopgen manifests")),
+    };
     let sources = crate::manifests::discover::sources(&paths).context("kopgen manifests")?;
     // The crate whose library the sources are: its versions are checked, and it is what the
     // compiled path builds. Paths in several crates (or none) can only be read statically.
@@ -120,7 +133,9 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
     };
     let options = crate::manifests::Options {
         lint: args.lint != LintMode::Off,
-        max_desc_len: args.max_desc_len,
+        max_desc_len: args
+            .max_desc_len
+            .or(project.as_ref().and_then(|p| p.max_desc_len)),
         derive: match args.derive {
             DeriveMode::Auto => crate::manifests::Derive::Auto,
             DeriveMode::Static => crate::manifests::Derive::Static,
@@ -199,19 +214,40 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
             blocking += 1;
         }
     }
+    if args.sizes {
+        let _ = writeln!(
+            report,
+            "CRD sizes as JSON (warning from {} KiB, error over {} KiB, the API server's limit):",
+            SIZE_WARNING / 1024,
+            SIZE_ERROR / 1024
+        );
+        for output in &outputs {
+            let _ = writeln!(
+                report,
+                "{:>10.1} KiB {:>4}%  {}",
+                output.json_bytes as f64 / 1024.0,
+                output.json_bytes * 100 / SIZE_ERROR,
+                display_path(&cwd, &output_dir.join(&output.path))
+            );
+        }
+    }
+    let help = "help: drop or shorten descriptions for every run with `kopgen edit --max-desc-len N` (0 drops them; controller-gen's maxDescLen), or split the kind";
     for output in &outputs {
-        let size = output.contents.len();
-        let name = output.path.display();
+        let size = output.json_bytes;
+        let name = display_path(&cwd, &output_dir.join(&output.path));
         if size > SIZE_ERROR {
             let _ = writeln!(
                 report,
-                "error[size]: {name} is {size} bytes, over etcd's 1.5 MiB request limit; split the kind or use --max-desc-len"
+                "error[size]: {name}: the CRD is {} KiB as JSON, over the API server's limit of 1.5 MiB (etcd's request limit): it cannot be applied\n  {help}",
+                size / 1024
             );
             blocking += 1;
         } else if size > SIZE_WARNING {
             let _ = writeln!(
                 report,
-                "warning[size]: {name} is {size} bytes, over 256 KiB: client-side `kubectl apply` fails with \"metadata.annotations: Too long\"; use server-side apply (the Makefile does) or --max-desc-len"
+                "warning[size]: {name}: the CRD is {} KiB as JSON, {}% of the API server's limit of 1.5 MiB\n  {help}",
+                size / 1024,
+                size * 100 / SIZE_ERROR
             );
             if args.lint == LintMode::Deny {
                 blocking += 1;
@@ -259,13 +295,6 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         );
     }
     // In a kopgen project, RBAC markers become config/rbac/role.yaml.
-    // A PROJECT that does not parse is an error, never "up to date" for a project whose roles
-    // and webhooks were silently left out.
-    let project = match crate::project::Project::load(&root) {
-        Ok(project) => Some(project),
-        Err(crate::project::ProjectError::NotAProject(_)) => None,
-        Err(e) => return Err(anyhow::Error::new(e).context("kopgen manifests")),
-    };
     // Markers count where rustc compiles them: the library's modules and the binaries, without
     // test code.
     let marker_sources = match &project {

@@ -212,12 +212,31 @@ pub struct EditArgs {
     /// `--helm=false` stops rendering it (the chart's files stay).
     #[arg(long, group = "change", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub helm: Option<bool>,
+    /// Cut every CRD's descriptions to N characters (0 drops them; controller-gen's
+    /// maxDescLen), or keep them whole (`none`, the default): recorded in PROJECT, which
+    /// `manifests`, the project's drift test and `kopgen_runtime::crds::Settings` read.
+    #[arg(long, group = "change", value_name = "N|none", value_parser = parse_max_desc_len)]
+    pub max_desc_len: Option<MaxDescLen>,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
     /// Print the files that would be written or edited, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `--max-desc-len`'s value: a length, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct MaxDescLen(Option<usize>);
+
+fn parse_max_desc_len(value: &str) -> Result<MaxDescLen, String> {
+    if value == "none" {
+        return Ok(MaxDescLen(None));
+    }
+    value
+        .parse()
+        .map(|n| MaxDescLen(Some(n)))
+        .map_err(|_| format!("`{value}` is neither a number of characters nor `none`"))
 }
 
 #[derive(Debug, clap::Args)]
@@ -433,6 +452,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             if let Some(helm) = args.helm {
                 edit_helm(&args.path, helm, args.dry_run, out)?;
             }
+            if let Some(MaxDescLen(max)) = args.max_desc_len {
+                edit_max_desc_len(&args.path, max, args.dry_run, out)?;
+            }
         }
         Command::Manifests(args) => return manifests::run(args, out),
         Command::Crd(command) => return crd::run(command, out),
@@ -469,6 +491,34 @@ fn edit_helm(path: &Path, helm: bool, dry_run: bool, out: &mut dyn Write) -> any
         writeln!(out, "would render {} (kopgen manifests)", crate::chart::DIR)?;
         return Ok(());
     }
+    run_manifests(path, out)
+}
+
+/// `kopgen edit --max-desc-len`: records the length in PROJECT and writes the CRDs again with
+/// it, so that the committed files, `--check` and the drift test agree at once.
+fn edit_max_desc_len(
+    path: &Path,
+    max: Option<usize>,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut project = crate::project::Project::load(path).context("kopgen edit --max-desc-len")?;
+    if project.max_desc_len == max {
+        return Ok(());
+    }
+    project.max_desc_len = max;
+    let mut changes = ChangeSet::new(path.to_path_buf());
+    changes.put(crate::project::PROJECT_FILE, project.render());
+    finish(&changes, dry_run, out)?;
+    if dry_run {
+        writeln!(out, "would write the CRDs again (kopgen manifests)")?;
+        return Ok(());
+    }
+    run_manifests(path, out)
+}
+
+/// `kopgen manifests --path <path>`, as an edit's last step.
+fn run_manifests(path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from([
         OsStr::new("kopgen"),
         OsStr::new("manifests"),

@@ -195,6 +195,7 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let rendered = Rendered {
         contents,
         crd_name: crd.metadata.name.clone().unwrap_or_default(),
+        json_bytes: super::render::json_bytes(&crd),
         findings: super::render::findings(&crd, options),
     };
     let findings = locate_findings(index, kind, &rendered);
@@ -203,6 +204,7 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
             path: PathBuf::from(kind.file_name()),
             contents: rendered.contents,
             crd_name: rendered.crd_name,
+            json_bytes: rendered.json_bytes,
         },
         findings,
     ))

@@ -43,6 +43,7 @@ pub fn derive_kind(
         path: PathBuf::from(kind.file_name()),
         contents: rendered.contents,
         crd_name: rendered.crd_name,
+        json_bytes: rendered.json_bytes,
     };
     Ok((output, findings))
 }

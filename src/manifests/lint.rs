@@ -467,7 +467,8 @@ fn api_approval_problem(crd: &CustomResourceDefinition) -> Option<String> {
 }
 
 /// controller-gen's `maxDescLen`: descriptions longer than `max` are cut at the last word
-/// boundary and end in `...`; `0` drops them.
+/// boundary and end in `...`; `0` drops them. `kopgen_runtime::crds::Settings` does the same
+/// for the project's drift test (tests/lint.rs holds the two to each other).
 pub fn truncate_descriptions(crd: &mut CustomResourceDefinition, max: usize) {
     fn walk(s: &mut JSONSchemaProps, max: usize) {
         if let Some(desc) = &s.description {
@@ -500,6 +501,9 @@ pub fn truncate_descriptions(crd: &mut CustomResourceDefinition, max: usize) {
             .flatten()
         {
             branch.iter_mut().for_each(|c| walk(c, max));
+        }
+        if let Some(not) = &mut s.not {
+            walk(not, max);
         }
     }
     for version in &mut crd.spec.versions {

@@ -169,6 +169,7 @@ pub(crate) fn plan_as(
         domain: options.domain.clone(),
         helm: false,
         layout: vec![project::LAYOUT.to_owned()],
+        max_desc_len: previous.as_ref().and_then(|p| p.max_desc_len),
         namespaced: options.namespaced,
         project_name,
         resources: vec![],

@@ -1,10 +1,13 @@
 //! What a project's `tests/crds.rs` checks: the CRDs committed in `config/crd/bases/` are
-//! exactly what the Rust types generate (kube-derive's `crd()`, merged across versions as
-//! `kopgen manifests` merges them), and no CRD file is left without a kind in the code.
+//! exactly what the Rust types generate (kube-derive's `crd()` with the project's
+//! [`Settings`], merged across versions as `kopgen manifests` merges them), and no CRD file is
+//! left without a kind in the code.
 
 use std::{collections::BTreeMap, path::Path};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+use super::Settings;
 
 /// Kubernetes' version priority, the order kopgen merges versions in: GA, then beta, then
 /// alpha, higher numbers first.
@@ -51,8 +54,23 @@ fn expected_files(
         .collect()
 }
 
-/// Panics unless each CRD of `versions` is committed in `bases`, equal to what the types give.
+/// The settings of the project whose `config/crd/bases/` is `bases`: its PROJECT file's.
+fn project_settings(bases: &Path) -> Settings {
+    let root = bases.ancestors().nth(3).unwrap_or(bases);
+    Settings::load(root).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Panics unless each CRD of `versions` is committed in `bases`, equal to what the types give
+/// with the settings of the project's PROJECT file (`bases` is its `config/crd/bases/`).
 pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Path) {
+    let settings = project_settings(bases);
+    let versions = versions
+        .into_iter()
+        .map(|mut crd| {
+            settings.apply(&mut crd);
+            crd
+        })
+        .collect();
     for (file, expected) in expected_files(versions) {
         let path = bases.join(&file);
         let committed = std::fs::read_to_string(&path)
@@ -63,7 +81,7 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
             .unwrap_or_else(|e| panic!("{} is not a CRD: {e}", path.display()));
         assert!(
             committed == expected,
-            "{} is out of date with the Rust types: run `make manifests`",
+            "{} is out of date with the Rust types ({settings}): run `make manifests`",
             path.display()
         );
     }
