@@ -38,6 +38,11 @@ pub struct Project {
     /// `kopgen_runtime::crds::Settings` (`kopgen edit --max-desc-len`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_desc_len: Option<usize>,
+    /// What Kubernetes types inside a CRD's schema carry: Kubernetes' own annotations
+    /// (`openapi`, what `init` writes), or kube-derive's schema as it is (`kube-derive`, and
+    /// no key: projects made before the setting). `kopgen edit --kubernetes-types`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_types: Option<KubernetesTypes>,
     /// The manager watches only its own namespace(s) (Roles instead of ClusterRoles).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub namespaced: bool,
@@ -51,6 +56,17 @@ pub struct Project {
     /// Keys kopgen does not know (another tool's, or a newer kopgen's): kept as they are.
     #[serde(flatten)]
     pub extra: std::collections::BTreeMap<String, serde_yaml::Value>,
+}
+
+/// What Kubernetes types inside a CRD's schema carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum KubernetesTypes {
+    /// What Kubernetes' OpenAPI documents say of them (list and map semantics, defaults,
+    /// validations), as controller-gen writes them.
+    Openapi,
+    /// kube-derive's `crd()` byte for byte.
+    KubeDerive,
 }
 
 /// Where the webhook server's certificate comes from.

@@ -2,7 +2,12 @@
 //! version kopgen builds with, feature `latest`, from the cargo registry): this test fails when
 //! they are stale. `KOPGEN_REGENERATE=1 cargo test --test tables` rewrites them.
 
+#[path = "tables/kubernetes.rs"]
+mod kubernetes;
+mod support;
+
 use std::{
+    collections::BTreeMap,
     fmt::Write as _,
     path::{Path, PathBuf},
 };
@@ -236,4 +241,62 @@ fn k8s_types_table_is_generated_from_k8s_openapi() {
 fn k8s_kinds_table_is_generated_from_k8s_openapi() {
     let types = types(&k8s_openapi_latest());
     check("src/data/k8s_kinds.tsv", &k8s_kinds_tsv(&types));
+}
+
+/// Kubernetes' annotations of its types (`runtime/src/crds/kubernetes.json`), from the OpenAPI v3
+/// documents and Go sources of the release the control plane is built from, which must be the
+/// one k8s-openapi's `latest` feature targets.
+#[test]
+fn kubernetes_annotations_table_is_generated_from_kubernetes_openapi_documents() {
+    let test = "kubernetes_annotations_table_is_generated_from_kubernetes_openapi_documents";
+    let release = kubernetes::release();
+    let latest = k8s_openapi_latest();
+    let minor = release.split('.').take(2).collect::<Vec<_>>().join("_");
+    assert!(
+        latest.ends_with(format!("v{minor}")),
+        "k8s-openapi's latest is {}, the control plane {release}: build the control plane of the release k8s-openapi targets",
+        latest.display()
+    );
+    let staging = format!(
+        "v0.{}",
+        release.split_once('.').map_or("", |(_, rest)| rest)
+    );
+    let modules = (
+        kubernetes::go_module("k8s.io/kubernetes", &format!("v{release}")),
+        kubernetes::go_module("k8s.io/api", &staging),
+        kubernetes::go_module("k8s.io/apimachinery", &staging),
+    );
+    let (Some(kubernetes_dir), Some(api), Some(apimachinery)) = modules else {
+        support::skip(test, "no go command to fetch Kubernetes' sources");
+        return;
+    };
+    // The signature of each k8s-openapi type, by its OpenAPI name, as kube-derive inlines it.
+    let settings = kopgen::manifests::settings::kube_settings;
+    let mut signatures = BTreeMap::new();
+    for ty in types(&latest).iter().filter(|t| t.json_schema) {
+        let Some(f) = kopgen::manifests::library::k8s_types::lookup(&ty.path) else {
+            continue;
+        };
+        let mut flat =
+            schemars::SchemaGenerator::new(settings().with(|s| s.inline_subschemas = false));
+        let reference = f(&mut flat);
+        let Some(name) = reference
+            .get("$ref")
+            .and_then(|r| r.as_str())
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        else {
+            continue;
+        };
+        let inlined = f(&mut schemars::SchemaGenerator::new(settings()));
+        if let Some(serde_json::Value::Object(properties)) = inlined.get("properties") {
+            signatures.insert(
+                name.to_owned(),
+                kopgen::manifests::kubernetes::signature(properties),
+            );
+        }
+    }
+    check(
+        "runtime/src/crds/kubernetes.json",
+        &kubernetes::table(&kubernetes_dir, &api, &apimachinery, &signatures),
+    );
 }

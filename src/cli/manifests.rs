@@ -131,11 +131,14 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         Some((first, rest)) if rest.iter().all(|m| m == first) => first.clone(),
         _ => None,
     };
+    let settings = match &project {
+        Some(project) => crate::manifests::Options::default().for_project(project),
+        None => crate::manifests::Options::default(),
+    };
     let options = crate::manifests::Options {
         lint: args.lint != LintMode::Off,
-        max_desc_len: args
-            .max_desc_len
-            .or(project.as_ref().and_then(|p| p.max_desc_len)),
+        max_desc_len: args.max_desc_len.or(settings.max_desc_len),
+        kubernetes_annotations: settings.kubernetes_annotations,
         derive: match args.derive {
             DeriveMode::Auto => crate::manifests::Derive::Auto,
             DeriveMode::Static => crate::manifests::Derive::Static,

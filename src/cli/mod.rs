@@ -217,6 +217,12 @@ pub struct EditArgs {
     /// `manifests`, the project's drift test and `kopgen_runtime::crds::Settings` read.
     #[arg(long, group = "change", value_name = "N|none", value_parser = parse_max_desc_len)]
     pub max_desc_len: Option<MaxDescLen>,
+    /// What Kubernetes types inside the CRDs carry: Kubernetes' own annotations (`openapi`,
+    /// the default for new projects: list and map semantics, defaults, validations, as
+    /// controller-gen writes them), or kube-derive's `crd()` as it is (`kube-derive`).
+    /// Recorded in PROJECT; the CRDs are written again.
+    #[arg(long, value_enum, group = "change")]
+    pub kubernetes_types: Option<crate::project::KubernetesTypes>,
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
@@ -453,7 +459,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 edit_helm(&args.path, helm, args.dry_run, out)?;
             }
             if let Some(MaxDescLen(max)) = args.max_desc_len {
-                edit_max_desc_len(&args.path, max, args.dry_run, out)?;
+                edit_crds(&args.path, args.dry_run, out, |p| {
+                    std::mem::replace(&mut p.max_desc_len, max) != max
+                })?;
+            }
+            if let Some(types) = args.kubernetes_types {
+                edit_crds(&args.path, args.dry_run, out, |p| {
+                    p.kubernetes_types.replace(types) != Some(types)
+                })?;
             }
         }
         Command::Manifests(args) => return manifests::run(args, out),
@@ -494,19 +507,19 @@ fn edit_helm(path: &Path, helm: bool, dry_run: bool, out: &mut dyn Write) -> any
     run_manifests(path, out)
 }
 
-/// `kopgen edit --max-desc-len`: records the length in PROJECT and writes the CRDs again with
-/// it, so that the committed files, `--check` and the drift test agree at once.
-fn edit_max_desc_len(
+/// A CRD setting of `kopgen edit`: `change` records it in PROJECT (true if that changed
+/// anything), and the CRDs are written again with it, so that the committed files, `--check`
+/// and the drift test agree at once.
+fn edit_crds(
     path: &Path,
-    max: Option<usize>,
     dry_run: bool,
     out: &mut dyn Write,
+    change: impl FnOnce(&mut crate::project::Project) -> bool,
 ) -> anyhow::Result<()> {
-    let mut project = crate::project::Project::load(path).context("kopgen edit --max-desc-len")?;
-    if project.max_desc_len == max {
+    let mut project = crate::project::Project::load(path).context("kopgen edit")?;
+    if !change(&mut project) {
         return Ok(());
     }
-    project.max_desc_len = max;
     let mut changes = ChangeSet::new(path.to_path_buf());
     changes.put(crate::project::PROJECT_FILE, project.render());
     finish(&changes, dry_run, out)?;

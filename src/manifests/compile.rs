@@ -167,7 +167,12 @@ fn request(index: &Index, kind: &Kind, krate: &Crate) -> Result<Request, Manifes
             .root
             .clone()
             .unwrap_or_else(|| cr.kind().to_owned());
-        types.push(format!("{module}{inline}::{root}"));
+        // The program is another crate: it names the type where the crate exports it.
+        let exported = index.public_path(&item.module, &root).and_then(|path| {
+            path.strip_prefix("crate")
+                .map(|p| format!("{USER_CRATE}{p}"))
+        });
+        types.push(exported.unwrap_or_else(|| format!("{module}{inline}::{root}")));
     }
     let storage = kind.storage.clone().unwrap_or_else(|| {
         kind.versions
@@ -185,6 +190,9 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
+    if options.kubernetes_annotations {
+        super::kubernetes::enrich(&mut crd);
+    }
     if let Some(max) = options.max_desc_len {
         lint::truncate_descriptions(&mut crd, max);
     }

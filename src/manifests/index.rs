@@ -43,6 +43,11 @@ pub struct Module {
     pub globs: Vec<Vec<String>>,
     /// Child modules declared here.
     pub children: Vec<String>,
+    /// Those of [`Module::children`] declared without `pub`: unreachable from another crate.
+    pub private_children: Vec<String>,
+    /// Names and globs imported with `pub use`: what another crate reaches through here.
+    pub exported: Vec<String>,
+    pub exported_globs: Vec<Vec<String>>,
     /// Child modules declared under a false `cfg` (`#[cfg(test)] mod name;`), in files of
     /// their own: not part of the crate `crd()` runs in, so their custom resources are not the
     /// operator's.
@@ -283,8 +288,9 @@ impl Index {
                 Item::Const(c) => (c.ident.to_string(), ItemKind::Const(c)),
                 Item::Static(s) => (s.ident.to_string(), ItemKind::Static(s)),
                 Item::Use(u) => {
+                    let public = matches!(u.vis, syn::Visibility::Public(_));
                     let mut prefix = Vec::new();
-                    self.add_use(module, &u.tree, &mut prefix);
+                    self.add_use(module, &u.tree, &mut prefix, public);
                     continue;
                 }
                 Item::Impl(imp) => {
@@ -318,6 +324,11 @@ impl Index {
                 Item::Mod(m) => {
                     let child = format!("{module}::{}", m.ident);
                     self.module_mut(module).children.push(m.ident.to_string());
+                    if !matches!(m.vis, syn::Visibility::Public(_)) {
+                        self.module_mut(module)
+                            .private_children
+                            .push(m.ident.to_string());
+                    }
                     if let Some((_, inner)) = m.content {
                         // Each level's path holds the levels above it: without a bound, memory
                         // would grow with the square of the nesting.
@@ -421,15 +432,66 @@ impl Index {
         true
     }
 
+    /// A path another crate can name `module::name` by: the module itself when every module
+    /// on the way is `pub`, else the nearest module above that re-exports the item with `pub
+    /// use` (as `pub use batch::*;` in a scaffolded version module does).
+    pub fn public_path(&self, module: &str, name: &str) -> Option<String> {
+        let mut module = module.to_owned();
+        loop {
+            if self.is_public(&module) {
+                return Some(format!("{module}::{name}"));
+            }
+            let (parent, _) = module.rsplit_once("::")?;
+            let declared = self.modules.get(parent)?;
+            // `pub use child::*` names the child module relative to the parent.
+            let (_, child) = module.rsplit_once("::")?;
+            let relative = [format!("{{relative:{parent}}}"), child.to_owned()];
+            let names_module = |path: &[String]| {
+                path == relative || path.iter().map(String::as_str).eq(module.split("::"))
+            };
+            let named = declared.exported.iter().any(|n| n == name)
+                && declared.uses.get(name).is_some_and(|path| {
+                    path.last() == Some(&name.to_owned()) && names_module(&path[..path.len() - 1])
+                });
+            let globbed = declared
+                .exported_globs
+                .iter()
+                .any(|glob| names_module(glob));
+            if !named && !globbed {
+                return None;
+            }
+            module = parent.to_owned();
+        }
+    }
+
+    /// Whether every module from the crate root down to `module` is `pub`.
+    fn is_public(&self, module: &str) -> bool {
+        let mut parent = String::new();
+        for segment in module.split("::") {
+            if !parent.is_empty() {
+                let private = self
+                    .modules
+                    .get(&parent)
+                    .is_some_and(|m| m.private_children.iter().any(|c| c == segment));
+                if private {
+                    return false;
+                }
+                parent.push_str("::");
+            }
+            parent.push_str(segment);
+        }
+        true
+    }
+
     fn module_mut(&mut self, module: &str) -> &mut Module {
         self.modules.entry(module.to_owned()).or_default()
     }
 
-    fn add_use(&mut self, module: &str, tree: &UseTree, prefix: &mut Vec<String>) {
+    fn add_use(&mut self, module: &str, tree: &UseTree, prefix: &mut Vec<String>, public: bool) {
         match tree {
             UseTree::Path(p) => {
                 prefix.push(p.ident.to_string());
-                self.add_use(module, &p.tree, prefix);
+                self.add_use(module, &p.tree, prefix, public);
                 prefix.pop();
             }
             UseTree::Name(n) => {
@@ -437,13 +499,13 @@ impl Index {
                 if name == "self" {
                     if let Some(last) = prefix.last().cloned() {
                         let path = absolutize(module, prefix);
-                        self.module_mut(module).uses.insert(last, path);
+                        self.import(module, last, path, public);
                     }
                 } else {
                     let mut full = prefix.clone();
                     full.push(name.clone());
                     let path = absolutize(module, &full);
-                    self.module_mut(module).uses.insert(name, path);
+                    self.import(module, name, path, public);
                 }
             }
             UseTree::Rename(r) => {
@@ -452,20 +514,30 @@ impl Index {
                     full.push(r.ident.to_string());
                 }
                 let path = absolutize(module, &full);
-                self.module_mut(module)
-                    .uses
-                    .insert(r.rename.to_string(), path);
+                self.import(module, r.rename.to_string(), path, public);
             }
             UseTree::Glob(_) => {
                 let path = absolutize(module, prefix);
-                self.module_mut(module).globs.push(path);
+                let declared = self.module_mut(module);
+                if public {
+                    declared.exported_globs.push(path.clone());
+                }
+                declared.globs.push(path);
             }
             UseTree::Group(g) => {
                 for tree in &g.items {
-                    self.add_use(module, tree, prefix);
+                    self.add_use(module, tree, prefix, public);
                 }
             }
         }
+    }
+
+    fn import(&mut self, module: &str, name: String, path: Vec<String>, public: bool) {
+        let declared = self.module_mut(module);
+        if public {
+            declared.exported.push(name.clone());
+        }
+        declared.uses.insert(name, path);
     }
 
     pub fn file(&self, item: &IndexedItem) -> &Path {

@@ -22,6 +22,10 @@ pub mod generics;
 pub mod impls;
 pub mod index;
 pub mod kinds;
+/// Kubernetes' annotations of its own types in a CRD: one file with the runtime, so that
+/// `kopgen manifests` and `kopgen_runtime::crds::Settings` enrich CRDs alike.
+#[path = "../../runtime/src/crds/kubernetes.rs"]
+pub mod kubernetes;
 pub mod library;
 pub mod lint;
 pub mod locate;

@@ -9,6 +9,9 @@ pub struct Options {
     pub lint: bool,
     /// controller-gen's `maxDescLen`: truncate descriptions (0 drops them). Departs from `crd()`.
     pub max_desc_len: Option<usize>,
+    /// Kubernetes types carry Kubernetes' own annotations (PROJECT's `kubernetesTypes:
+    /// openapi`; see [`super::kubernetes`]). Departs from `crd()`.
+    pub kubernetes_annotations: bool,
     /// How CRDs are derived: from the source, by compiling, or each the first way that works.
     pub derive: Derive,
     /// The `Cargo.toml` of the crate the sources are the library of, if any: its versions are
@@ -21,6 +24,16 @@ pub struct Options {
     pub against: Option<std::sync::Arc<crate::compat::Baseline>>,
     /// Report every CEL rule's estimated cost (`--cel-cost`), as notes.
     pub cel_cost: bool,
+}
+
+impl Options {
+    /// With the CRD settings `project` records, which its drift test applies to `crd()` too.
+    pub fn for_project(mut self, project: &crate::project::Project) -> Self {
+        self.max_desc_len = project.max_desc_len;
+        self.kubernetes_annotations =
+            project.kubernetes_types == Some(crate::project::KubernetesTypes::Openapi);
+        self
+    }
 }
 
 /// How `kopgen manifests` derives a kind's CRD.

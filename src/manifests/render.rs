@@ -114,6 +114,10 @@ pub fn render(
             }
         }
     };
+    // Before descriptions are cut: Kubernetes types are found by theirs.
+    if options.kubernetes_annotations {
+        super::kubernetes::enrich(&mut merged);
+    }
     if let Some(max) = options.max_desc_len {
         lint::truncate_descriptions(&mut merged, max);
     }

@@ -35,7 +35,8 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
         derive: manifests::Derive::Static,
         manifest: Some(root.join("Cargo.toml")),
         ..Default::default()
-    };
+    }
+    .for_project(project);
     let Ok(generated) = manifests::generate_with(&sources, &options) else {
         return;
     };

@@ -168,6 +168,11 @@ pub(crate) fn plan_as(
         cli_version: release.version().to_owned(),
         domain: options.domain.clone(),
         helm: false,
+        kubernetes_types: previous
+            .as_ref()
+            .map_or(Some(project::KubernetesTypes::Openapi), |p| {
+                p.kubernetes_types
+            }),
         layout: vec![project::LAYOUT.to_owned()],
         max_desc_len: previous.as_ref().and_then(|p| p.max_desc_len),
         namespaced: options.namespaced,

@@ -4,6 +4,7 @@
 
 #[cfg(any(test, feature = "testing"))]
 mod drift;
+mod kubernetes;
 
 use std::{fmt, path::Path};
 
@@ -25,6 +26,13 @@ pub struct Settings {
     /// `None` keeps them whole. Embedded Kubernetes types carry most of a large CRD's bytes in
     /// their descriptions.
     pub max_desc_len: Option<usize>,
+    /// PROJECT's `kubernetesTypes: openapi` (what `kopgen init` writes): Kubernetes types
+    /// inside the schema carry what Kubernetes' own OpenAPI documents say of them, as
+    /// controller-gen writes them for the Go types: list and map semantics for server-side
+    /// apply, defaults, `Quantity` as int-or-string, `metav1.Condition`'s validations, and
+    /// `ObjectMeta` in templates as the fields an embedded object keeps. `false`
+    /// (`kubernetesTypes: kube-derive`, or no key) leaves kube-derive's output as it is.
+    pub kubernetes_annotations: bool,
 }
 
 /// A PROJECT file that could not be read.
@@ -54,6 +62,8 @@ pub enum SettingsError {
 struct ProjectKeys {
     #[serde(default)]
     max_desc_len: Option<usize>,
+    #[serde(default)]
+    kubernetes_types: Option<String>,
 }
 
 impl Settings {
@@ -70,8 +80,21 @@ impl Settings {
             path: "PROJECT".into(),
             message: e.to_string(),
         })?;
+        let kubernetes_annotations = match keys.kubernetes_types.as_deref() {
+            None | Some("kube-derive") => false,
+            Some("openapi") => true,
+            Some(other) => {
+                return Err(SettingsError::Parse {
+                    path: "PROJECT".into(),
+                    message: format!(
+                        "kubernetesTypes is `{other}`; it is `openapi` or `kube-derive`"
+                    ),
+                });
+            }
+        };
         Ok(Settings {
             max_desc_len: keys.max_desc_len,
+            kubernetes_annotations,
         })
     }
 
@@ -105,8 +128,18 @@ impl Settings {
         crd
     }
 
+    /// Settings that give Kubernetes types Kubernetes' own annotations, or not.
+    pub fn with_kubernetes_annotations(mut self, on: bool) -> Self {
+        self.kubernetes_annotations = on;
+        self
+    }
+
     /// Applies the settings to a CRD that kube-derive built.
     pub fn apply(&self, crd: &mut CustomResourceDefinition) {
+        // Before descriptions are cut: Kubernetes types are found by theirs.
+        if self.kubernetes_annotations {
+            kubernetes::enrich(crd);
+        }
         let Some(max) = self.max_desc_len else {
             return;
         };
@@ -121,9 +154,13 @@ impl Settings {
 
 impl fmt::Display for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let types = match self.kubernetes_annotations {
+            true => "kubernetesTypes: openapi",
+            false => "kubernetesTypes: kube-derive",
+        };
         match self.max_desc_len {
-            None => f.write_str("descriptions whole"),
-            Some(max) => write!(f, "PROJECT's maxDescLen: {max}"),
+            None => write!(f, "PROJECT's {types}, descriptions whole"),
+            Some(max) => write!(f, "PROJECT's {types}, maxDescLen: {max}"),
         }
     }
 }
@@ -235,8 +272,100 @@ mod tests {
         assert!(descriptions(&none.crd::<Shelf>()).is_empty());
     }
 
+    #[derive(
+        kube::CustomResource,
+        serde::Serialize,
+        serde::Deserialize,
+        Clone,
+        Debug,
+        schemars::JsonSchema,
+    )]
+    #[kube(
+        group = "example.com",
+        version = "v1",
+        kind = "Batch",
+        status = "BatchStatus"
+    )]
+    struct BatchSpec {
+        /// The pods to run.
+        template: k8s_openapi::api::core::v1::PodTemplateSpec,
+        /// What each may use.
+        resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, schemars::JsonSchema)]
+    struct BatchStatus {
+        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    }
+
+    fn at<'a>(crd: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
+        let pointer = format!("/spec/versions/0/schema/openAPIV3Schema{path}");
+        crd.pointer(&pointer).unwrap_or(&serde_json::Value::Null)
+    }
+
+    #[test]
+    fn kubernetes_types_carry_kubernetes_annotations_where_they_are_embedded() {
+        let plain = serde_json::to_value(Batch::crd()).expect("serializes");
+        let settings = Settings::from_project("kubernetesTypes: openapi\n").expect("parses");
+        let enriched = serde_json::to_value(settings.crd::<Batch>()).expect("serializes");
+        let pod = "/properties/spec/properties/template/properties/spec/properties";
+        let containers = format!("{pod}/containers");
+        assert_eq!(
+            at(&enriched, &format!("{containers}/x-kubernetes-list-type")),
+            "map"
+        );
+        assert_eq!(
+            at(
+                &enriched,
+                &format!("{containers}/x-kubernetes-list-map-keys")
+            ),
+            &serde_json::json!(["name"])
+        );
+        let port = format!("{containers}/items/properties/ports/items");
+        assert_eq!(
+            at(&enriched, &format!("{port}/properties/protocol/default")),
+            "TCP"
+        );
+        assert_eq!(
+            at(&enriched, &format!("{port}/required")),
+            &serde_json::json!(["containerPort"])
+        );
+        let limits = "/properties/spec/properties/resources/properties/limits/additionalProperties";
+        assert_eq!(
+            at(&enriched, &format!("{limits}/x-kubernetes-int-or-string")),
+            true
+        );
+        assert!(at(&plain, &format!("{limits}/anyOf")).is_null());
+        assert_eq!(at(&enriched, &format!("{limits}/anyOf/0/type")), "integer");
+        let meta = "/properties/spec/properties/template/properties/metadata";
+        assert_eq!(
+            at(&enriched, &format!("{meta}/description")),
+            at(&plain, &format!("{meta}/description"))
+        );
+        assert!(at(&enriched, &format!("{meta}/properties/labels")).is_object());
+        assert!(at(&enriched, &format!("{meta}/properties/managedFields")).is_null());
+        let status = "/properties/status/properties/conditions/items/properties/status";
+        assert_eq!(
+            at(&enriched, &format!("{status}/enum")),
+            &serde_json::json!(["True", "False", "Unknown"])
+        );
+        assert!(at(&plain, &format!("{status}/enum")).is_null());
+        // Everything else is kube-derive's, and the whole still reads as a CRD.
+        assert_eq!(
+            at(
+                &enriched,
+                "/properties/spec/properties/template/description"
+            ),
+            "The pods to run."
+        );
+        let kind_of = Settings::default().crd::<Batch>();
+        assert_eq!(serde_json::to_value(kind_of).expect("serializes"), plain);
+    }
+
     #[test]
     fn a_project_file_with_a_wrong_setting_is_an_error_naming_it() {
+        let error = Settings::from_project("kubernetesTypes: yes\n").expect_err("not a mode");
+        assert!(error.to_string().contains("kubernetesTypes"), "{error}");
         let error = Settings::from_project("maxDescLen: many\n").expect_err("not a number");
         assert!(error.to_string().contains("maxDescLen"), "{error}");
         let dir = tempfile::tempdir().expect("tempdir");
