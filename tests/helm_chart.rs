@@ -85,6 +85,13 @@ fn resources(yaml: &str) -> BTreeMap<(String, String), Value> {
                 });
             }
             Value::Array(items) => items.iter_mut().for_each(prune),
+            // `minimum: 0.0` as kube-derive writes it and `0` as kustomize writes it back are
+            // one number to the API server (Go's float64).
+            Value::Number(n) => {
+                if let Some(whole) = n.as_f64().filter(|f| f.fract() == 0.0 && n.is_f64()) {
+                    *value = serde_json::json!(whole as i64);
+                }
+            }
             _ => {}
         }
     }
