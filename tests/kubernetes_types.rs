@@ -128,3 +128,43 @@ fn kubernetes_types_carry_kubernetes_annotations_in_every_path_and_can_be_turned
     );
     assert_eq!(read_crd(&project).0, statically);
 }
+
+/// An edit whose `manifests` fails (here a lint error in the user's types) changes nothing:
+/// PROJECT is put back, and the CRDs stay as they were.
+#[test]
+fn an_edit_whose_manifests_fail_changes_nothing() {
+    let session = support::Session::new();
+    let project = session.init_project("ktypes-refused", &[]);
+    support::create_api_ok(
+        &project,
+        &[
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Batch",
+            "--controller=false",
+        ],
+    );
+    let types = TYPES.replace(
+        "    pub resources: Option<ResourceRequirements>,\n",
+        "    pub resources: Option<ResourceRequirements>,\n    /// Anything.\n    pub anything: serde_json::Value,\n",
+    );
+    std::fs::write(project.join("src/api/apps/v1/batch.rs"), types).expect("write");
+    let before = support::tree(&project);
+    for edit in [
+        &["edit", "--max-desc-len", "10"][..],
+        &["edit", "--kubernetes-types", "kube-derive"],
+        &["edit", "--helm"],
+    ] {
+        let run = support::run_kopgen(&project, edit);
+        assert_ne!(run.status, 0, "{edit:?}");
+        assert!(
+            run.stderr.contains("error[untyped]") && run.stderr.contains("nothing changed"),
+            "{edit:?}: {}",
+            run.stderr
+        );
+        assert_eq!(support::tree(&project), before, "{edit:?} changed files");
+    }
+}

@@ -486,13 +486,23 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
 /// at once with `kopgen manifests` (which renders it from then on).
 fn edit_helm(path: &Path, helm: bool, dry_run: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut project = crate::project::Project::load(path).context("kopgen edit --helm")?;
-    if project.helm != helm {
-        project.helm = helm;
-        let mut changes = ChangeSet::new(path.to_path_buf());
-        changes.put(crate::project::PROJECT_FILE, project.render());
-        finish(&changes, dry_run, out)?;
+    let changed = project.helm != helm;
+    project.helm = helm;
+    if dry_run {
+        if changed {
+            writeln!(out, "would update {}", crate::project::PROJECT_FILE)?;
+        }
+        if helm {
+            writeln!(out, "would render {} (kopgen manifests)", crate::chart::DIR)?;
+        }
+        return Ok(());
     }
     if !helm {
+        if changed {
+            let mut changes = ChangeSet::new(path.to_path_buf());
+            changes.put(crate::project::PROJECT_FILE, project.render());
+            finish(&changes, false, out)?;
+        }
         writeln!(
             out,
             "note: `kopgen manifests` no longer renders {}; its files are left as they are",
@@ -500,11 +510,11 @@ fn edit_helm(path: &Path, helm: bool, dry_run: bool, out: &mut dyn Write) -> any
         )?;
         return Ok(());
     }
-    if dry_run {
-        writeln!(out, "would render {} (kopgen manifests)", crate::chart::DIR)?;
-        return Ok(());
+    if changed {
+        record_and_render(path, &project, out)
+    } else {
+        run_manifests(path, out)
     }
-    run_manifests(path, out)
 }
 
 /// A CRD setting of `kopgen edit`: `change` records it in PROJECT (true if that changed
@@ -520,14 +530,33 @@ fn edit_crds(
     if !change(&mut project) {
         return Ok(());
     }
-    let mut changes = ChangeSet::new(path.to_path_buf());
-    changes.put(crate::project::PROJECT_FILE, project.render());
-    finish(&changes, dry_run, out)?;
     if dry_run {
+        writeln!(out, "would update {}", crate::project::PROJECT_FILE)?;
         writeln!(out, "would write the CRDs again (kopgen manifests)")?;
         return Ok(());
     }
-    run_manifests(path, out)
+    record_and_render(path, &project, out)
+}
+
+/// Records `project` in PROJECT, then runs `manifests`, which reads it. If that fails (a lint
+/// error, a CRD over the size limit), PROJECT is put back as it was: the edit changes all or
+/// nothing, as `manifests` itself does.
+fn record_and_render(
+    path: &Path,
+    project: &crate::project::Project,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let file = path.join(crate::project::PROJECT_FILE);
+    let before = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut changes = ChangeSet::new(path.to_path_buf());
+    changes.put(crate::project::PROJECT_FILE, project.render());
+    finish(&changes, false, out)?;
+    run_manifests(path, out).map_err(|e| match std::fs::write(&file, &before) {
+        Ok(()) => e.context("kopgen edit: PROJECT is restored as it was; nothing changed"),
+        Err(restore) => e.context(format!(
+            "kopgen edit: PROJECT could not be restored ({restore}); put it back from version control"
+        )),
+    })
 }
 
 /// `kopgen manifests --path <path>`, as an edit's last step.
