@@ -17,7 +17,6 @@ use super::{
     error::{CompileError, ManifestError, SourceError},
     index::Index,
     kinds::Kind,
-    lint,
     locate::locate_findings,
     options::Options,
     render::{HEADER, Output, Rendered},
@@ -190,12 +189,7 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
-    if options.kubernetes_annotations {
-        super::kubernetes::enrich(&mut crd);
-    }
-    if let Some(max) = options.max_desc_len {
-        lint::truncate_descriptions(&mut crd, max);
-    }
+    super::render::apply_settings(&mut crd, options);
     // Written by kopgen's writer, as the static path writes it: the program's serde_yaml output
     // would leave strings unquoted that Kubernetes reads as booleans.
     let yaml = crate::yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;

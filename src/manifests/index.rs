@@ -441,10 +441,9 @@ impl Index {
             if self.is_public(&module) {
                 return Some(format!("{module}::{name}"));
             }
-            let (parent, _) = module.rsplit_once("::")?;
+            let (parent, child) = module.rsplit_once("::")?;
             let declared = self.modules.get(parent)?;
             // `pub use child::*` names the child module relative to the parent.
-            let (_, child) = module.rsplit_once("::")?;
             let relative = [format!("{{relative:{parent}}}"), child.to_owned()];
             let names_module = |path: &[String]| {
                 path == relative || path.iter().map(String::as_str).eq(module.split("::"))

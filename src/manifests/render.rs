@@ -53,6 +53,18 @@ pub fn json_bytes(crd: &CustomResourceDefinition) -> usize {
     count.0
 }
 
+/// The project's CRD settings on a CRD as kube-derive built it, in the order
+/// `kopgen_runtime::crds::Settings::apply` applies them: Kubernetes' annotations first, as
+/// Kubernetes types are found by their descriptions, then the description cut.
+pub fn apply_settings(crd: &mut CustomResourceDefinition, options: &Options) {
+    if options.kubernetes_annotations {
+        super::kubernetes::enrich(crd);
+    }
+    if let Some(max) = options.max_desc_len {
+        lint::truncate_descriptions(crd, max);
+    }
+}
+
 /// Renders one kind, its versions in the order they are merged: each version through the
 /// transforms, then one CRD as `merge_crds` builds it (with `storage`, the version the crate's
 /// own `merge_crds` call stores).
@@ -114,13 +126,7 @@ pub fn render(
             }
         }
     };
-    // Before descriptions are cut: Kubernetes types are found by theirs.
-    if options.kubernetes_annotations {
-        super::kubernetes::enrich(&mut merged);
-    }
-    if let Some(max) = options.max_desc_len {
-        lint::truncate_descriptions(&mut merged, max);
-    }
+    apply_settings(&mut merged, options);
     let findings = findings(&merged, options);
     let yaml =
         crate::yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;
