@@ -444,7 +444,7 @@ fn manifests_and_the_runtime_cut_descriptions_alike() {
         .expect("a CRD");
         for max in 0..24 {
             let mut by_manifests = crd.clone();
-            kopgen::manifests::lint::truncate_descriptions(&mut by_manifests, max);
+            kopgen::manifests::descriptions::truncate(&mut by_manifests, max);
             let mut by_runtime = crd.clone();
             kopgen_runtime::crds::Settings::default()
                 .with_max_desc_len(Some(max))

@@ -466,57 +466,6 @@ fn api_approval_problem(crd: &CustomResourceDefinition) -> Option<String> {
     ))
 }
 
-/// controller-gen's `maxDescLen`: descriptions longer than `max` are cut at the last word
-/// boundary and end in `...`; `0` drops them. `kopgen_runtime::crds::Settings` does the same
-/// for the project's drift test (tests/lint.rs holds the two to each other).
-pub fn truncate_descriptions(crd: &mut CustomResourceDefinition, max: usize) {
-    fn walk(s: &mut JSONSchemaProps, max: usize) {
-        if let Some(desc) = &s.description {
-            if max == 0 {
-                s.description = None;
-            } else if desc.chars().count() > max {
-                let cut: String = desc.chars().take(max).collect();
-                let shortened = match cut.rfind(char::is_whitespace) {
-                    Some(n) if n > 0 => format!("{}...", &cut[..n]),
-                    _ => format!("{cut}..."),
-                };
-                s.description = Some(shortened);
-            }
-        }
-        for child in s.properties.iter_mut().flat_map(|p| p.values_mut()) {
-            walk(child, max);
-        }
-        if let Some(JSONSchemaPropsOrBool::Schema(child)) = &mut s.additional_properties {
-            walk(child, max);
-        }
-        match &mut s.items {
-            Some(JSONSchemaPropsOrArray::Schema(child)) => walk(child, max),
-            Some(JSONSchemaPropsOrArray::Schemas(children)) => {
-                children.iter_mut().for_each(|c| walk(c, max))
-            }
-            None => {}
-        }
-        for branch in [&mut s.any_of, &mut s.one_of, &mut s.all_of]
-            .into_iter()
-            .flatten()
-        {
-            branch.iter_mut().for_each(|c| walk(c, max));
-        }
-        if let Some(not) = &mut s.not {
-            walk(not, max);
-        }
-    }
-    for version in &mut crd.spec.versions {
-        if let Some(schema) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        {
-            walk(schema, max);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,10 @@ pub mod cfg;
 pub mod compile;
 pub mod crd;
 pub mod derive;
+/// controller-gen's `maxDescLen`: one file with the runtime, so that `kopgen manifests` and
+/// the project's drift test cut descriptions alike.
+#[path = "../../runtime/src/crds/descriptions.rs"]
+pub mod descriptions;
 pub mod discover;
 pub mod error;
 pub mod fold;

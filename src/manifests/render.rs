@@ -61,7 +61,7 @@ pub fn apply_settings(crd: &mut CustomResourceDefinition, options: &Options) {
         super::kubernetes::enrich(crd);
     }
     if let Some(max) = options.max_desc_len {
-        lint::truncate_descriptions(crd, max);
+        super::descriptions::truncate(crd, max);
     }
 }
 

@@ -2,15 +2,14 @@
 //! the project records in its PROJECT file, so that the YAML in git, the project's drift test
 //! and a CRD the operator builds at run time never disagree.
 
+mod descriptions;
 #[cfg(any(test, feature = "testing"))]
 mod drift;
 mod kubernetes;
 
 use std::{fmt, path::Path};
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
 #[cfg(any(test, feature = "testing"))]
@@ -140,14 +139,8 @@ impl Settings {
         if self.kubernetes_annotations {
             kubernetes::enrich(crd);
         }
-        let Some(max) = self.max_desc_len else {
-            return;
-        };
-        for version in &mut crd.spec.versions {
-            let schema = version.schema.as_mut();
-            if let Some(schema) = schema.and_then(|s| s.open_api_v3_schema.as_mut()) {
-                truncate_descriptions(schema, max);
-            }
+        if let Some(max) = self.max_desc_len {
+            descriptions::truncate(crd, max);
         }
     }
 }
@@ -162,47 +155,6 @@ impl fmt::Display for Settings {
             None => write!(f, "PROJECT's {types}, descriptions whole"),
             Some(max) => write!(f, "PROJECT's {types}, maxDescLen: {max}"),
         }
-    }
-}
-
-/// Cuts every description under `schema` to `max` characters at the last word boundary, with
-/// `...` after it, as controller-gen does; `0` drops them. `kopgen manifests` does the same.
-fn truncate_descriptions(schema: &mut JSONSchemaProps, max: usize) {
-    if let Some(description) = &schema.description {
-        if max == 0 {
-            schema.description = None;
-        } else if description.chars().count() > max {
-            let cut: String = description.chars().take(max).collect();
-            let shortened = match cut.rfind(char::is_whitespace) {
-                Some(n) if n > 0 => format!("{}...", &cut[..n]),
-                _ => format!("{cut}..."),
-            };
-            schema.description = Some(shortened);
-        }
-    }
-    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
-        truncate_descriptions(child, max);
-    }
-    if let Some(JSONSchemaPropsOrBool::Schema(child)) = &mut schema.additional_properties {
-        truncate_descriptions(child, max);
-    }
-    match &mut schema.items {
-        Some(JSONSchemaPropsOrArray::Schema(child)) => truncate_descriptions(child, max),
-        Some(JSONSchemaPropsOrArray::Schemas(children)) => children
-            .iter_mut()
-            .for_each(|c| truncate_descriptions(c, max)),
-        None => {}
-    }
-    for branch in [&mut schema.any_of, &mut schema.one_of, &mut schema.all_of]
-        .into_iter()
-        .flatten()
-    {
-        branch
-            .iter_mut()
-            .for_each(|c| truncate_descriptions(c, max));
-    }
-    if let Some(not) = &mut schema.not {
-        truncate_descriptions(not, max);
     }
 }
 
