@@ -7,16 +7,23 @@
 //! - per struct: manifests time / structs, which should stay flat as projects grow;
 //! - the same as processes, start to exit: the `kopgen` binary (`manifests --stdout`) against
 //!   this bench binary reading and parsing the files, so process start and the cost of touching
-//!   fresh memory count on both sides.
+//!   fresh memory count on both sides;
+//! - where the time goes, stage by stage (discover, parse, schemas, render).
 //!
 //! With `KOPGEN_BENCH_KUBE=1` it also measures the kube-rs path on the fixture corpus:
 //! change one field, rebuild the crdgen harness (kube-derive) incrementally and run it.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use std::{
     path::{Path, PathBuf},
     process::Command,
     time::{Duration, Instant},
 };
+
+/// The allocator the `kopgen` binary runs on, so that in-process figures and the floor process
+/// compare with it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -230,46 +237,67 @@ fn report_processes(label: &str, dir: &Path, runs: usize) -> Duration {
     kopgen
 }
 
-/// Where the time of one run goes, stage by stage: finding and reading the files, parsing
-/// and indexing them, deriving (schemas, CRDs, lint, YAML), and of the latter the YAML
-/// writing alone (the outputs' values written again with kopgen's writer).
+/// Where the time of one run goes, stage by stage: finding and reading the files; parsing and
+/// indexing them and finding the kinds; building every version's schema (on the parsing
+/// thread: syn's spans live there); rendering the CRDs (transforms, merge, lint, YAML, on
+/// every core), and of it the YAML writing alone; the rest (locating findings, sorting) is
+/// what the whole run takes beyond these.
 fn report_stages(label: &str, dir: &Path, runs: usize) {
-    use kopgen::manifests::{cfg::Cfg, discover, index::Index};
+    use kopgen::manifests::{cfg::Cfg, derive, discover, impls, index::Index, kinds, schema};
     let paths = vec![dir.to_path_buf()];
     let discover_time = time(runs, || discover::sources(&paths).expect("sources").len());
     let sources = discover::sources(&paths).expect("sources");
-    let parse_time = time(runs, || {
-        Index::build(&sources, Cfg::default()).map_or(0, |index| index.files.len())
-    });
+    let schemas_of = |build: bool| {
+        let mut index = Index::build(&sources, Cfg::default()).expect("index");
+        impls::link(&mut index);
+        let kinds = kinds::find(&index).expect("kinds");
+        if !build {
+            return Vec::new();
+        }
+        let mut builder = schema::Builder::new(&index);
+        kinds
+            .iter()
+            .map(|kind| derive::schemas(&index, kind, &mut builder))
+            .collect()
+    };
+    let parse_time = time(runs, || schemas_of(false).len());
+    let schemas_time = time(runs, || schemas_of(true).len()).saturating_sub(parse_time);
+    let schemas: Vec<derive::Schemas> =
+        std::thread::scope(|s| s.spawn(|| schemas_of(true)).join().expect("schemas"));
     let options = kopgen::manifests::Options {
         lint: true,
         ..Default::default()
     };
-    let derive_time = time(runs, || {
-        kopgen::manifests::generate_with(&sources, &options)
-            .expect("manifests")
-            .outputs
-            .len()
-    });
-    let values: Vec<serde_json::Value> = kopgen::manifests::generate_with(&sources, &options)
+    let clone_time = time(runs, || schemas.clone().len());
+    let render_time = time(runs, || {
+        derive::render_all(schemas.clone(), &options, 256 << 20).len()
+    })
+    .saturating_sub(clone_time);
+    let crds: Vec<CustomResourceDefinition> = kopgen::manifests::generate_with(&sources, &options)
         .expect("manifests")
         .outputs
         .iter()
         .map(|o| serde_yaml::from_str(&o.contents).expect("YAML"))
         .collect();
     let yaml_time = time(runs, || {
-        values
-            .iter()
-            .map(|v| kopgen::yaml::to_string(v).expect("YAML").len())
+        crds.iter()
+            .map(|crd| kopgen::yaml::to_string(crd).expect("YAML").len())
             .sum::<usize>()
     });
+    let total = time(runs, || manifests(&paths));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let rest = total.saturating_sub(discover_time + parse_time + schemas_time + render_time);
     println!(
-        "{label:<28} stages: discover+read {:.2} ms, parse+index {:.2} ms, derive (parse again, schemas, lint, YAML) {:.2} ms, of it YAML {:.2} ms",
+        "{label:<28} stages: discover+read {:.2} ms, parse+index {:.2} ms, schemas {:.2} ms, \
+         render {:.2} ms on {} threads (YAML alone, one thread: {:.2} ms), rest {:.2} ms; total {:.2} ms",
         ms(discover_time),
         ms(parse_time),
-        ms(derive_time),
+        ms(schemas_time),
+        ms(render_time),
+        rayon::current_num_threads(),
         ms(yaml_time),
+        ms(rest),
+        ms(total),
     );
 }
 

@@ -366,9 +366,9 @@ mod tests {
         );
         let yaml = render(&rules, false);
         let expected = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role\nrules:\n\
-- apiGroups:\n  - ''\n  resources:\n  - configmaps\n  - secrets\n  verbs:\n  - get\n  - list\n\
+- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  - secrets\n  verbs:\n  - get\n  - list\n\
 - apiGroups:\n  - apps\n  resources:\n  - deployments\n  - deployments/status\n  verbs:\n  - get\n  - list\n  - watch\n\
-- apiGroups:\n  - batch\n  resources:\n  - jobs\n  verbs:\n  - '*'\n";
+- apiGroups:\n  - batch\n  resources:\n  - jobs\n  verbs:\n  - \"*\"\n";
         assert_eq!(yaml, format!("{HEADER}{expected}"));
     }
 

@@ -60,7 +60,12 @@ fn in_a_kopgen_project_it_needs_no_flags() {
 #[test]
 fn check_passes_when_current_and_fails_with_a_diff_when_stale() {
     let session = Session::new();
-    crate_with(&session, &[("src/lib.rs", SPEC)]);
+    // A description long enough for the writer to fold.
+    let spec = SPEC.replace(
+        "    pub size: i32,",
+        "    /// The size of the widget, in the units its maker chose long before anyone asked why.\n    pub size: i32,",
+    );
+    crate_with(&session, &[("src/lib.rs", &spec)]);
     let args = ["manifests", "--paths", "src", "--output-dir", "crds"];
     assert_eq!(session.kopgen(&args).status, 0);
     let mut check = args.to_vec();
@@ -69,9 +74,34 @@ fn check_passes_when_current_and_fails_with_a_diff_when_stale() {
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(run.stdout.contains("up to date"), "{}", run.stdout);
 
+    // The same CRD as kopgen 0.2 wrote it (serde_yaml's style): one note naming the file, and
+    // no diff of every line.
+    let file = "crds/widgets.example.com_widgets.yaml";
+    let current = session.read(file);
+    let value: serde_yaml::Value = serde_yaml::from_str(&current).expect("YAML");
+    let old_style = format!(
+        "{}{}",
+        kopgen::manifests::HEADER,
+        serde_yaml::to_string(&value).expect("YAML")
+    );
+    assert_ne!(old_style, current, "the writers differ on this CRD");
+    session.write(file, &old_style);
+    let run = session.kopgen(&check);
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "note: 1 file(s) hold the same manifests in an older kopgen's YAML style: {file}"
+        )) && !run.stdout.contains("@@"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(session.read(file), old_style, "--check writes nothing");
+    assert_eq!(session.kopgen(&args).status, 0);
+    assert_eq!(session.read(file), current);
+
     session.write(
         "src/lib.rs",
-        &SPEC.replace("pub size: i32,", "pub size: i32,\n    pub color: String,"),
+        &spec.replace("pub size: i32,", "pub size: i32,\n    pub color: String,"),
     );
     let before = tree(session.path());
     let run = session.kopgen(&check);

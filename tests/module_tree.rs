@@ -26,8 +26,8 @@ fn kinds(session: &Session, args: &[&str]) -> Vec<String> {
         .stdout
         .lines()
         .filter_map(|l| l.strip_prefix("    kind: "))
-        // A kind named `On` is written `'On'`: kubectl would read it as `true` unquoted.
-        .map(|kind| kind.trim_matches('\'').to_owned())
+        // A kind named `On` is written `"On"`: kubectl would read it as `true` unquoted.
+        .map(|kind| kind.trim_matches(['\'', '"']).to_owned())
         .collect();
     names.sort();
     names

@@ -180,7 +180,7 @@ pub fn chartify(mut doc: Value, names: &Names) -> Value {
 
 /// `doc` as YAML, with the annotations in `extra` (template lines, each already indented by
 /// four) added to its metadata: conditional annotations cannot be values of the tree.
-pub fn to_yaml(mut doc: Value, extra: &[String]) -> Result<String, serde_yaml::Error> {
+pub fn to_yaml(mut doc: Value, extra: &[String]) -> Result<String, crate::yaml::Error> {
     if extra.is_empty() {
         return crate::yaml::to_string(&doc);
     }
@@ -200,7 +200,7 @@ pub fn to_yaml(mut doc: Value, extra: &[String]) -> Result<String, serde_yaml::E
         block.push_str(line);
         block.push('\n');
     }
-    // serde_yaml writes `metadata:` at the start of a line, its keys below it.
+    // The writer puts `metadata:` at the start of a line, its keys below it.
     Ok(match text.find("\nmetadata:\n") {
         Some(at) => {
             let at = at + "\nmetadata:\n".len();

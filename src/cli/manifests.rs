@@ -390,7 +390,27 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
     }
     if args.check {
         let stale = changes.changes_with_old();
-        for (change, old) in &stale {
+        // Files whose manifests are unchanged but for how the YAML is written (an older
+        // kopgen's writer): one note for all of them, not a diff of every line.
+        let (restyled, changed): (Vec<_>, Vec<_>) = stale.iter().partition(|(change, old)| {
+            old.as_deref()
+                .is_some_and(|old| same_documents(old, &change.contents))
+        });
+        if !restyled.is_empty() {
+            let names: Vec<String> = restyled
+                .iter()
+                .map(|(change, _)| display_path(&cwd, &root.join(&change.path)))
+                .collect();
+            writeln!(
+                out,
+                "note: {} file(s) hold the same manifests in an older kopgen's YAML style: {}\n  \
+                 kopgen now writes YAML with serde-saphyr, as kube-rs documents for printing CRDs \
+                 (long descriptions folded); run `kopgen manifests` once and commit the result",
+                names.len(),
+                names.join(", ")
+            )?;
+        }
+        for (change, old) in &changed {
             let path = root.join(&change.path);
             let old = old.as_deref().unwrap_or_default();
             let diff = similar::TextDiff::from_lines(old, &change.contents);
@@ -442,4 +462,17 @@ fn baseline(
 /// `path` relative to the current directory when it is below it, for short messages.
 fn display_path(cwd: &Path, path: &Path) -> String {
     path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
+/// Whether two YAML texts hold the same documents (comments and style aside).
+fn same_documents(a: &str, b: &str) -> bool {
+    fn documents(text: &str) -> Option<Vec<serde_yaml::Value>> {
+        serde_yaml::Deserializer::from_str(text)
+            .map(|doc| serde::Deserialize::deserialize(doc).ok())
+            .collect()
+    }
+    match (documents(a), documents(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
 }

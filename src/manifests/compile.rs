@@ -190,8 +190,8 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
     super::render::apply_settings(&mut crd, options);
-    // Written by kopgen's writer, as the static path writes it: the program's serde_yaml output
-    // would leave strings unquoted that Kubernetes reads as booleans.
+    // Written by kopgen's writer, as the static path writes it (the program's YAML is only how
+    // the CRD travels here).
     let yaml = crate::yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
     let contents = format!("{HEADER}{yaml}");
     let rendered = Rendered {

@@ -1,16 +1,21 @@
-//! One kind derived from the source alone: each version's schema built as schemars' derive
-//! builds it, then rendered (transforms, merge, lint, YAML) and its findings located.
+//! One kind derived from the source alone, in three steps: each version's schema built as
+//! schemars' derive builds it (from the parsed source, on the thread that parsed it: syn's
+//! spans can only be read there), the versions rendered into one CRD (transforms, merge, lint,
+//! YAML; no source needed, so every kind renders on its own core), and the lint's findings
+//! located in the source (back on the parsing thread).
 
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+
 use super::{
-    crd,
+    crd::{self, Derived},
     error::SourceError,
     index::Index,
     kinds::Kind,
     locate::{Located, locate_findings},
     options::Options,
-    render::{self, Output},
+    render::{self, Output, Rendered},
     schema::Builder,
     transform::Transforms,
 };
@@ -18,14 +23,16 @@ use super::{
 /// A kind's CRD file and its located findings, or the errors that kept it from one.
 pub type KindOutput = Result<(Output, Vec<Located>), Vec<SourceError>>;
 
-/// A kind derived from the source alone.
-pub fn derive_kind(
-    index: &Index,
-    kind: &Kind,
-    builder: &mut Builder,
-    transforms: &mut Transforms,
-    options: &Options,
-) -> KindOutput {
+/// A kind's versions with their schemas, ready to render (or the errors that stopped them),
+/// and the version the crate's own `merge_crds` call stores, if it names one.
+#[derive(Clone)]
+pub struct Schemas {
+    pub versions: Result<Vec<Derived>, Vec<SourceError>>,
+    pub storage: Option<String>,
+}
+
+/// Each version's schema of `kind`.
+pub fn schemas(index: &Index, kind: &Kind, builder: &mut Builder) -> Schemas {
     let mut derived = Vec::with_capacity(kind.versions.len());
     let mut errors = Vec::new();
     for cr in &kind.versions {
@@ -34,10 +41,46 @@ pub fn derive_kind(
             Err(e) => errors.push(e),
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
+    Schemas {
+        versions: if errors.is_empty() {
+            Ok(derived)
+        } else {
+            Err(errors)
+        },
+        storage: kind.storage.clone(),
     }
-    let rendered = render::render(derived, kind.storage.as_deref(), transforms, options)?;
+}
+
+/// Renders every kind, in order, on as many threads as there are cores, each with the stack
+/// `stack` (the transforms and the YAML writer recurse once per level of a schema).
+pub fn render_all(
+    kinds: Vec<Schemas>,
+    options: &Options,
+    stack: usize,
+) -> Vec<Result<Rendered, Vec<SourceError>>> {
+    let render = |transforms: &mut Transforms, kind: Schemas| {
+        render::render(kind.versions?, kind.storage.as_deref(), transforms, options)
+    };
+    // A pool that cannot start (no threads to be had) leaves the work to this thread.
+    match rayon::ThreadPoolBuilder::new().stack_size(stack).build() {
+        Ok(pool) => pool.install(|| {
+            kinds
+                .into_par_iter()
+                .map_init(Transforms::default, render)
+                .collect()
+        }),
+        Err(_) => {
+            let mut transforms = Transforms::default();
+            kinds
+                .into_iter()
+                .map(|kind| render(&mut transforms, kind))
+                .collect()
+        }
+    }
+}
+
+/// A rendered kind's file, and its lint findings located in the source.
+pub fn located(index: &Index, kind: &Kind, rendered: Rendered) -> (Output, Vec<Located>) {
     let findings = locate_findings(index, kind, &rendered);
     let output = Output {
         path: PathBuf::from(kind.file_name()),
@@ -45,5 +88,5 @@ pub fn derive_kind(
         crd_name: rendered.crd_name,
         json_bytes: rendered.json_bytes,
     };
-    Ok((output, findings))
+    (output, findings)
 }

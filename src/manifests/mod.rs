@@ -201,28 +201,40 @@ fn derive_each(
         Derive::Compile => Some("--derive=compile".to_owned()),
         _ => mismatches.first().map(ToString::to_string),
     };
-    let mut builder = schema::Builder::new(&index);
-    let mut transforms = transform::Transforms::default();
-    let mut results = Vec::with_capacity(kinds.len());
-    for kind in &kinds {
-        let result = match &compile_all {
-            Some(reason) => Err(vec![
-                error::SourceError::at(
-                    &kind.versions[0].file,
-                    kind.versions[0].span,
-                    reason.clone(),
-                )
-                .unsupported(),
-            ]),
-            None => derive::derive_kind(&index, kind, &mut builder, &mut transforms, options),
-        };
-        results.push(KindResult {
+    let outputs: Vec<derive::KindOutput> = match &compile_all {
+        Some(reason) => kinds
+            .iter()
+            .map(|kind| {
+                let at = &kind.versions[0];
+                Err(vec![
+                    error::SourceError::at(&at.file, at.span, reason.clone()).unsupported(),
+                ])
+            })
+            .collect(),
+        None => {
+            let mut builder = schema::Builder::new(&index);
+            let schemas = kinds
+                .iter()
+                .map(|kind| derive::schemas(&index, kind, &mut builder))
+                .collect();
+            let rendered = derive::render_all(schemas, options, stack_size(sources));
+            kinds
+                .iter()
+                .zip(rendered)
+                .map(|(kind, rendered)| rendered.map(|r| derive::located(&index, kind, r)))
+                .collect()
+        }
+    };
+    let mut results: Vec<KindResult> = kinds
+        .iter()
+        .zip(outputs)
+        .map(|(kind, result)| KindResult {
             group: kind.group.clone(),
             kind: kind.kind.clone(),
             result,
             compiled: None,
-        });
-    }
+        })
+        .collect();
     // What only compiling can derive, compiled, when a crate is there to compile.
     let wanted: Vec<usize> = results
         .iter()

@@ -421,13 +421,6 @@ pub fn skip(test: &str, why: &str) -> bool {
     false
 }
 
-/// serde_yaml's text of a `crd()` as kopgen writes the same value: strings that Kubernetes'
-/// YAML 1.1 readers would read as booleans or numbers quoted (see `kopgen::yaml`).
-pub fn as_kopgen_writes(yaml: &str) -> String {
-    let value: serde_yaml::Value = serde_yaml::from_str(yaml).expect("crd() prints YAML");
-    kopgen::yaml::to_string(&value).expect("YAML serializes")
-}
-
 /// The real-world corpus beside the repository (`../shared/corpus/crds/`), if present.
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
