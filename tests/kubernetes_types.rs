@@ -38,16 +38,9 @@ pub struct BatchStatus {
 
 const CRD: &str = "config/crd/bases/apps.example.com_batches.yaml";
 
-fn read_crd(project: &std::path::Path) -> (String, CustomResourceDefinition) {
-    let text = std::fs::read_to_string(project.join(CRD)).expect("the CRD");
-    let crd = serde_yaml::from_str(&text).expect("a CRD");
-    (text, crd)
-}
-
-#[test]
-fn kubernetes_types_carry_kubernetes_annotations_in_every_path_and_can_be_turned_off() {
-    let session = support::Session::new();
-    let project = session.init_project("ktypes-batch", &[]);
+/// A project (crate `name`) with a kind `Batch` and no controller.
+fn batch_project(session: &support::Session, name: &str) -> std::path::PathBuf {
+    let project = session.init_project(name, &[]);
     support::create_api_ok(
         &project,
         &[
@@ -60,6 +53,19 @@ fn kubernetes_types_carry_kubernetes_annotations_in_every_path_and_can_be_turned
             "--controller=false",
         ],
     );
+    project
+}
+
+fn read_crd(project: &std::path::Path) -> (String, CustomResourceDefinition) {
+    let text = std::fs::read_to_string(project.join(CRD)).expect("the CRD");
+    let crd = serde_yaml::from_str(&text).expect("a CRD");
+    (text, crd)
+}
+
+#[test]
+fn kubernetes_types_carry_kubernetes_annotations_in_every_path_and_can_be_turned_off() {
+    let session = support::Session::new();
+    let project = batch_project(&session, "ktypes-batch");
     let project_file = std::fs::read_to_string(project.join("PROJECT")).expect("PROJECT");
     assert!(
         project_file.contains("kubernetesTypes: openapi\n"),
@@ -134,19 +140,7 @@ fn kubernetes_types_carry_kubernetes_annotations_in_every_path_and_can_be_turned
 #[test]
 fn an_edit_whose_manifests_fail_changes_nothing() {
     let session = support::Session::new();
-    let project = session.init_project("ktypes-refused", &[]);
-    support::create_api_ok(
-        &project,
-        &[
-            "--group",
-            "apps",
-            "--version",
-            "v1",
-            "--kind",
-            "Batch",
-            "--controller=false",
-        ],
-    );
+    let project = batch_project(&session, "ktypes-refused");
     let types = TYPES.replace(
         "    pub resources: Option<ResourceRequirements>,\n",
         "    pub resources: Option<ResourceRequirements>,\n    /// Anything.\n    pub anything: serde_json::Value,\n",
