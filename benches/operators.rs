@@ -8,6 +8,8 @@
 //! - the time until every object is Ready at its generation (followed with a watch: polling a
 //!   list of 10,000 objects would take the cores the managers are measured on);
 //! - the API requests the manager sent per object (from the API server's audit log);
+//! - while the objects converge, how busy the machine was and the CPU the API server, etcd, the
+//!   manager and the rest used (from `/proc`);
 //! - the manager's peak and steady resident memory and CPU seconds (from `/proc`);
 //! - the same after a restart of the manager (a relist of everything, nothing to change),
 //!   settled once it has neither sent a request nor been busy on the CPU for 5 s.
@@ -358,6 +360,71 @@ fn usage(pid: u32) -> (u64, u64, Duration) {
     )
 }
 
+/// CPU time used so far: by the whole machine (busy and all, in clock ticks, from
+/// `/proc/stat`) and by the API server, etcd and the manager. Two of these, before and after the
+/// objects converge, show whose work the time to `Ready` is: on a machine that is busy all along,
+/// a manager can only shorten it by what it saves of its own CPU or of the API server's.
+struct CpuShares {
+    busy: u64,
+    total: u64,
+    apiserver: Duration,
+    etcd: Duration,
+    manager: Duration,
+}
+
+impl CpuShares {
+    fn now(plane: &ControlPlane, manager: u32) -> Self {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<u64> = (stat.lines().next().unwrap_or_default())
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
+        let total: u64 = ticks.iter().take(8).sum();
+        let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+        let cpu_of = |name: &str| plane_pid(plane, name).map_or(Duration::ZERO, |p| usage(p).2);
+        CpuShares {
+            busy: total - idle,
+            total,
+            apiserver: cpu_of("kube-apiserver"),
+            etcd: cpu_of("etcd"),
+            manager: usage(manager).2,
+        }
+    }
+
+    fn since(&self, before: &CpuShares) -> String {
+        let seconds = |ticks: u64| ticks as f64 / 100.0;
+        let busy = seconds(self.busy.saturating_sub(before.busy));
+        let total = seconds(self.total.saturating_sub(before.total));
+        let (apiserver, etcd, manager) = (
+            (self.apiserver.saturating_sub(before.apiserver)).as_secs_f64(),
+            (self.etcd.saturating_sub(before.etcd)).as_secs_f64(),
+            (self.manager.saturating_sub(before.manager)).as_secs_f64(),
+        );
+        format!(
+            "  CPU: the machine busy {:.0}% of the time ({busy:.1} of {total:.1} s on all cores): API server {apiserver:.1} s, etcd {etcd:.1} s, manager {manager:.1} s, the rest (the object creators, the Ready watch) {:.1} s\n",
+            100.0 * busy / total.max(f64::MIN_POSITIVE),
+            (busy - apiserver - etcd - manager).max(0.0),
+        )
+    }
+}
+
+/// The process id of the control plane's `name` (`kube-apiserver`, `etcd`): the process of that
+/// name whose command line holds the control plane's directory.
+fn plane_pid(plane: &ControlPlane, name: &str) -> Option<u32> {
+    let dir = plane.kubeconfig().parent()?.display().to_string();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (comm.trim() == name && String::from_utf8_lossy(&cmdline).contains(&dir)).then_some(pid)
+        })
+}
+
 /// Where a process's resident memory is: its heap and stacks (`RssAnon`) or mapped files, the
 /// binary's code mostly (`RssFile`).
 fn rss_parts(pid: u32) -> String {
@@ -658,6 +725,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         files.push(path);
     }
     let mut watch = ReadyWatch::start(&plane);
+    let cpu_before = CpuShares::now(&plane, manager.id());
     let started = Instant::now();
     let creators: Vec<Child> = files
         .iter()
@@ -686,13 +754,14 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         thread::sleep(Duration::from_millis(100));
     }
     drop(watch);
+    let cpu_shares = CpuShares::now(&plane, manager.id()).since(&cpu_before);
     let mut figures = Figures {
         ready_after: started.elapsed(),
         requests: requests(&plane),
         ..Figures::default()
     };
     eprintln!(
-        "{}, {count} objects, until Ready:\n{}{}",
+        "{}, {count} objects, until Ready:\n{}{cpu_shares}{}",
         operator.name,
         timeline(&plane),
         breakdown(&plane, 0)

@@ -17,9 +17,8 @@ use super::{
     error::{CompileError, ManifestError, SourceError},
     index::Index,
     kinds::Kind,
-    locate::locate_findings,
     options::Options,
-    render::{HEADER, Output, Rendered},
+    render::{HEADER, Rendered},
 };
 
 /// The user's crate, as the crdgen program depends on it.
@@ -200,16 +199,7 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
         json_bytes: super::render::json_bytes(&crd),
         findings: super::render::findings(&crd, options),
     };
-    let findings = locate_findings(index, kind, &rendered);
-    Ok((
-        Output {
-            path: PathBuf::from(kind.file_name()),
-            contents: rendered.contents,
-            crd_name: rendered.crd_name,
-            json_bytes: rendered.json_bytes,
-        },
-        findings,
-    ))
+    Ok(super::derive::located(index, kind, rendered))
 }
 
 /// The name the crdgen program gives the user's crate.
