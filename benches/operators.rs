@@ -353,11 +353,12 @@ fn usage(pid: u32) -> (u64, u64, Duration) {
         .iter()
         .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
         .sum();
-    (
-        kib("VmHWM:"),
-        kib("VmRSS:"),
-        Duration::from_millis(ticks * 10),
-    )
+    (kib("VmHWM:"), kib("VmRSS:"), clock_ticks(ticks))
+}
+
+/// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
+fn clock_ticks(ticks: u64) -> Duration {
+    Duration::from_millis(ticks * 10)
 }
 
 /// CPU time used so far: by the whole machine (busy and all, in clock ticks, from
@@ -385,7 +386,7 @@ impl CpuShares {
         let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
         let cpu_of = |name: &str| plane_pid(plane, name).map_or(Duration::ZERO, |p| usage(p).2);
         CpuShares {
-            busy: total - idle,
+            busy: total.saturating_sub(idle),
             total,
             apiserver: cpu_of("kube-apiserver"),
             etcd: cpu_of("etcd"),
@@ -394,7 +395,7 @@ impl CpuShares {
     }
 
     fn since(&self, before: &CpuShares) -> String {
-        let seconds = |ticks: u64| ticks as f64 / 100.0;
+        let seconds = |ticks: u64| clock_ticks(ticks).as_secs_f64();
         let busy = seconds(self.busy.saturating_sub(before.busy));
         let total = seconds(self.total.saturating_sub(before.total));
         let (apiserver, etcd, manager) = (
@@ -753,10 +754,11 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         );
         thread::sleep(Duration::from_millis(100));
     }
+    let ready_after = started.elapsed();
     drop(watch);
     let cpu_shares = CpuShares::now(&plane, manager.id()).since(&cpu_before);
     let mut figures = Figures {
-        ready_after: started.elapsed(),
+        ready_after,
         requests: requests(&plane),
         ..Figures::default()
     };
