@@ -209,3 +209,65 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
         "cronjob_runs_on_schedule_prunes_its_history_and_follows_its_policies",
     );
 }
+
+/// The book's "Watching Resources" (a ConfigDeployment whose Deployment follows the ConfigMap
+/// its spec names, through an index of the references and a watch) with the label trigger and
+/// readiness from the Deployment's availability, and a cluster-scoped Tenant that owns its
+/// Namespace and ClusterRole.
+#[test]
+fn watching_resources_works_on_a_real_control_plane() {
+    let test = "watching_resources_works_on_a_real_control_plane";
+    let Some(assets) = support::control_plane_assets() else {
+        support::skip(test, "no control-plane binaries (run .ci/control-plane.sh)");
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("watching-tutorial", &[]);
+    let kind = [
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--kind",
+        "ConfigDeployment",
+    ];
+    support::create_api_ok(&project, &kind);
+    let tenant = ["--group", "tenancy", "--version", "v1", "--kind", "Tenant"];
+    support::create_api_ok(&project, &[&tenant[..], &["--namespaced=false"]].concat());
+    edit(
+        &project,
+        "src/api/apps/v1/config_deployment.rs",
+        "    /// An example field: the controller copies it into the ConfigMap it manages for each\n    /// ConfigDeployment. Replace it with the fields that describe your desired state.\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub foo: Option<String>,\n",
+        "    /// Name of an existing ConfigMap in the same namespace, to add to the Deployment.\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub config_map: Option<String>,\n",
+    );
+    edit(
+        &project,
+        "config/samples/apps_v1_config_deployment.yaml",
+        "spec:\n  # TODO(user): Add fields here\n  foo: bar\n",
+        "spec: {}\n",
+    );
+    write_keeping_tests(
+        &project,
+        "configdeployment_controller.rs",
+        "src/controllers/apps/config_deployment_controller.rs",
+    );
+    write_keeping_tests(
+        &project,
+        "tenant_controller.rs",
+        "src/controllers/tenancy/tenant_controller.rs",
+    );
+    // A ConfigDeployment is ready once its pods run, and no kubelet runs on the test's control
+    // plane: its own test reports the Deployment available, where the generic one cannot.
+    edit(
+        &project,
+        "tests/integration.rs",
+        "converges_and_cleans_up!(\n    apps_v1_config_deployment,\n    \"config/samples/apps_v1_config_deployment.yaml\"\n);\n",
+        "",
+    );
+    copy(&project, "configdeployment_test.rs", "tests/watching.rs");
+    check(
+        &project,
+        &assets,
+        "config_deployment_follows_what_it_references_and_tenant_owns_cluster_scoped_children",
+    );
+}

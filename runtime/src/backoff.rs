@@ -12,7 +12,8 @@
 //! stays O(1) when thousands of objects fail at once.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, hash_map::RandomState},
+    hash::BuildHasher,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -20,7 +21,19 @@ use std::{
 use kube::{Resource, ResourceExt, runtime::controller::Action};
 use tracing::warn;
 
-use crate::{Error, error::Retry, metrics::Metrics};
+use crate::{
+    Error,
+    error::Retry,
+    metrics::{Metrics, queue_key},
+};
+
+/// `period`, made up to 10% longer by a value drawn for `key` in this process.
+pub(crate) fn jittered(period: Duration, key: &str) -> Duration {
+    static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let draw = SEED.get_or_init(RandomState::new).hash_one(key);
+    let fraction = (draw % 1000) as f64 / 10_000.0;
+    period.mul_f64(1.0 + fraction)
+}
 
 /// UID → (failures so far, time of the last one).
 type Failures = HashMap<String, (u32, Instant)>;
@@ -93,7 +106,7 @@ impl Backoff {
         let delay = match retry {
             Retry::Backoff => {
                 let uid = object.uid().unwrap_or_default();
-                let own = crate::reconciler::jittered(self.next_delay(&uid), &uid);
+                let own = jittered(self.next_delay(&uid), &uid);
                 let overall = (self.overall.lock())
                     .map_or(Duration::ZERO, |mut bucket| bucket.reserve(Instant::now()));
                 own.max(overall)
@@ -101,7 +114,7 @@ impl Backoff {
             Retry::After(delay) => delay,
             Retry::OnChange => return Action::await_change(),
         };
-        let key = crate::reconciler::queue_key(object.namespace().as_deref(), &object.name_any());
+        let key = queue_key(object.namespace().as_deref(), &object.name_any());
         metrics.requeued(controller, &key, Instant::now() + delay, true);
         Action::requeue(delay)
     }

@@ -12,7 +12,7 @@ use std::{
 use futures::{FutureExt, StreamExt, TryStreamExt, future::BoxFuture, stream::BoxStream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{
-    Api, Resource, ResourceExt,
+    Resource, ResourceExt,
     api::ApiResource,
     core::PartialObjectMeta,
     runtime::{
@@ -26,7 +26,8 @@ use tracing::warn;
 
 use crate::{
     Context, Error, Result,
-    children::{Child, ChildKind},
+    index::Index,
+    kinds::{self, Child, KindScope, MANAGED_BY},
     sync::WatchErrors,
     watch,
 };
@@ -52,7 +53,46 @@ pub(crate) struct Owner {
 /// Every child kind's caches, for one controller.
 #[derive(Clone)]
 pub(crate) struct Caches {
-    pub(crate) kinds: Vec<(TypeId, ApiResource, Arc<dyn Cache>)>,
+    pub(crate) kinds: Vec<Cached>,
+}
+
+/// One child kind's caches, with what the reconciler needs to know of the kind.
+#[derive(Clone)]
+pub(crate) struct Cached {
+    pub(crate) type_id: TypeId,
+    pub(crate) resource: ApiResource,
+    /// Whether its objects live in a namespace.
+    pub(crate) namespaced: bool,
+    pub(crate) cache: Arc<dyn Cache>,
+}
+
+/// One kind of child, its type erased: how to watch it and where it is cached.
+#[doc(hidden)]
+pub struct ChildKind {
+    pub(crate) type_id: TypeId,
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) resource: ApiResource,
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) namespaced: bool,
+    pub(crate) watch: fn(&Context, Option<&str>, WatchErrors) -> Watched,
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) filled: fn(Vec<Value>, Vec<Value>) -> Arc<dyn Cache>,
+}
+
+impl ChildKind {
+    /// The kind `C`.
+    pub(crate) fn of<C: Child>() -> Self {
+        Self {
+            type_id: TypeId::of::<C>(),
+            #[cfg(any(test, feature = "testing"))]
+            resource: ApiResource::erase::<C>(&()),
+            #[cfg(any(test, feature = "testing"))]
+            namespaced: kinds::namespaced::<C>(),
+            watch: watched::<C>,
+            #[cfg(any(test, feature = "testing"))]
+            filled: filled::<C>,
+        }
+    }
 }
 
 impl Caches {
@@ -80,37 +120,31 @@ impl Caches {
         };
         let kinds = kinds
             .into_iter()
-            .map(|kind| {
-                let cache =
-                    (kind.filled)(of(&children, &kind.resource), of(&others, &kind.resource));
-                (kind.type_id, kind.resource, cache)
+            .map(|kind| Cached {
+                cache: (kind.filled)(of(&children, &kind.resource), of(&others, &kind.resource)),
+                type_id: kind.type_id,
+                resource: kind.resource,
+                namespaced: kind.namespaced,
             })
             .collect();
         Self { kinds }
     }
 
-    /// The cache of the kind of `child` (by `apiVersion` and `kind`).
-    pub(crate) fn of(&self, child: &Value) -> Option<(&ApiResource, &dyn Cache)> {
-        self.kinds
-            .iter()
-            .find(|(_, resource, _)| is_of(child, resource))
-            .map(|(_, resource, cache)| (resource, &**cache))
+    /// The caches of the kind of `child` (by `apiVersion` and `kind`).
+    pub(crate) fn of(&self, child: &Value) -> Option<&Cached> {
+        (self.kinds.iter()).find(|kind| is_of(child, &kind.resource))
     }
 
-    /// The cache of child kind `type_id`.
-    pub(crate) fn by_type(&self, type_id: TypeId) -> Option<&dyn Cache> {
-        (self.kinds.iter())
-            .find(|(id, ..)| *id == type_id)
-            .map(|(.., cache)| &**cache)
+    /// The caches of child kind `type_id`.
+    pub(crate) fn by_type(&self, type_id: TypeId) -> Option<&Cached> {
+        (self.kinds.iter()).find(|kind| kind.type_id == type_id)
     }
 
     /// Waits until every cache has had its first list.
     pub(crate) async fn filled_once(&self) -> Result<()> {
-        for (_, resource, cache) in &self.kinds {
-            cache
-                .ready()
-                .await
-                .map_err(|()| Error::CacheClosed(resource.kind.clone()))?;
+        for kind in &self.kinds {
+            (kind.cache.ready().await)
+                .map_err(|()| Error::CacheClosed(kind.resource.kind.clone()))?;
         }
         Ok(())
     }
@@ -121,14 +155,16 @@ pub(crate) fn is_of(child: &Value, resource: &ApiResource) -> bool {
 }
 
 /// A child kind's two caches, type-erased: its children (labelled as this manager's), and the
-/// names other objects of the kind hold.
+/// names other objects of the kind hold. A cluster-scoped kind's objects have the namespace
+/// `""` here.
 pub(crate) trait Cache: Send + Sync {
     /// The cached child `namespace/name`, as JSON.
     fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>>;
     /// The object without this manager's label that holds `namespace/name`, if any, as JSON
     /// of its metadata (its keys and owner references).
     fn other(&self, namespace: &str, name: &str) -> Result<Option<Value>>;
-    /// Every cached child that `uid` controls, as JSON.
+    /// Every cached child that `uid` controls, as JSON, sorted by namespace and name: found
+    /// through the owner index, so it costs what `uid` has, not what the cache holds.
     fn controlled_by(&self, uid: &str) -> Result<Vec<Value>>;
     /// Has the owner `reference` (in `namespace`) looked at again once the object without
     /// this manager's label that holds `namespace/name` changes or goes away.
@@ -161,6 +197,31 @@ struct Typed<C: Child> {
     /// the cache sync wait on it at once.
     filled: tokio::sync::watch::Receiver<u8>,
     waiting: Waiting,
+    /// The cached children by the UID of their controller owner.
+    owners: Owners,
+}
+
+/// Children's keys (namespace, `""` for a cluster-scoped kind, and name) by their controller
+/// owner's UID.
+type Owners = Arc<Mutex<Index<(String, String), String>>>;
+
+/// A child's key in the owner index, and the UID of its controller owner if it has one.
+fn owner_entry<C: Child>(child: &C) -> ((String, String), Vec<String>) {
+    let key = (child.namespace().unwrap_or_default(), child.name_any());
+    let owner = (child.owner_references().iter())
+        .find(|owner| owner.controller == Some(true))
+        .map(|owner| owner.uid.clone());
+    (key, owner.into_iter().collect())
+}
+
+/// The key a kube store finds `namespace/name` of `K` by (no namespace for a cluster-scoped
+/// kind, written `""` in the [`Cache`] methods).
+fn store_key<K: Child>(namespace: &str, name: &str) -> ObjectRef<watch::Packed<K>> {
+    let key = ObjectRef::new(name);
+    match namespace {
+        "" => key,
+        namespace => key.within(namespace),
+    }
 }
 
 /// The children cache had its first list.
@@ -177,8 +238,7 @@ fn mark_filled<K>(filled: &tokio::sync::watch::Sender<u8>, cache: u8, event: &wa
 
 impl<C: Child> Cache for Typed<C> {
     fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
-        let key = ObjectRef::new(name).within(namespace);
-        let Some(packed) = self.children.get(&key) else {
+        let Some(packed) = self.children.get(&store_key::<C>(namespace, name)) else {
             return Ok(None);
         };
         // The packed text is the object's JSON: read once, with no typed decode in between.
@@ -186,7 +246,7 @@ impl<C: Child> Cache for Typed<C> {
     }
 
     fn other(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
-        let key = ObjectRef::new(name).within(namespace);
+        let key = store_key::<PartialObjectMeta<C>>(namespace, name);
         let Some(packed) = self.names.get(&key) else {
             return Ok(None);
         };
@@ -194,17 +254,17 @@ impl<C: Child> Cache for Typed<C> {
     }
 
     fn controlled_by(&self, uid: &str) -> Result<Vec<Value>> {
-        let mut found = Vec::new();
-        // The uid in the text first: decoding every cached child would cost far more.
-        for packed in self.children.state() {
-            if packed.json().contains(uid) {
-                let child: Value = serde_json::from_str(packed.json())?;
-                if is_controlled_by(&child, uid) {
-                    found.push(child);
-                }
+        let keys = lock(&self.owners).sources(&uid.to_owned());
+        let mut found = Vec::with_capacity(keys.len());
+        for (namespace, name) in keys {
+            // The index and the store follow the same events: a child the store no longer
+            // holds, or that changed owner since, is left out.
+            if let Some(child) = self.child(&namespace, &name)?
+                && is_controlled_by(&child, uid)
+            {
+                found.push(child);
             }
         }
-        found.sort_by(|a, b| key_of(a).cmp(&key_of(b)));
         Ok(found)
     }
 
@@ -237,12 +297,8 @@ impl<C: Child> Cache for Typed<C> {
     }
 }
 
-fn key_of(child: &Value) -> (&str, &str) {
-    let metadata = &child["metadata"];
-    (
-        metadata["namespace"].as_str().unwrap_or_default(),
-        metadata["name"].as_str().unwrap_or_default(),
-    )
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether `uid` is the controller owner of `object` (its JSON).
@@ -259,7 +315,7 @@ pub(crate) fn watched<C: Child>(
     namespace: Option<&str>,
     errors: WatchErrors,
 ) -> Watched {
-    let label = format!("{}={}", crate::reconciler::MANAGED_BY, ctx.manager);
+    let label = format!("{MANAGED_BY}={}", ctx.manager);
     let (children, mut writer) = reflector::store();
     let kind = C::kind(&()).into_owned();
     let failed = {
@@ -274,14 +330,17 @@ pub(crate) fn watched<C: Child>(
     let freed = found.clone();
     let (filled, filled_rx) = tokio::sync::watch::channel(0);
     let names_filled = filled.clone();
+    let index = Owners::default();
+    let indexed = index.clone();
     let children_task = watch::streaming(
-        api_in::<C>(ctx, namespace),
+        kinds::api::<C>(ctx.client.clone(), namespace),
         watcher::Config::default().labels(&label).any_semantic(),
     )
     .default_backoff()
     .modify(watch::slim)
     .inspect_ok(move |event| {
         watch::store_packed(&mut writer, event);
+        lock(&indexed).apply(event, owner_entry::<C>);
         mark_filled(&filled, CHILDREN, event);
     })
     .touched_objects()
@@ -303,9 +362,9 @@ pub(crate) fn watched<C: Child>(
     let (names, mut names_writer) = reflector::store();
     let waiting = Waiting::default();
     let released = waiting.clone();
-    let others = format!("{}!={}", crate::reconciler::MANAGED_BY, ctx.manager);
+    let others = format!("{MANAGED_BY}!={}", ctx.manager);
     let names_task = watch::streaming(
-        api_in::<PartialObjectMeta<C>>(ctx, namespace),
+        <C::Scope as KindScope>::api::<PartialObjectMeta<C>>(ctx.client.clone(), namespace),
         watcher::Config::default().labels(&others).any_semantic(),
     )
     .default_backoff()
@@ -331,29 +390,21 @@ pub(crate) fn watched<C: Child>(
     );
     Watched {
         caches: Caches {
-            kinds: vec![(
-                TypeId::of::<C>(),
-                ApiResource::erase::<C>(&()),
-                Arc::new(Typed {
+            kinds: vec![Cached {
+                type_id: TypeId::of::<C>(),
+                resource: ApiResource::erase::<C>(&()),
+                namespaced: kinds::namespaced::<C>(),
+                cache: Arc::new(Typed {
                     children,
                     names,
                     filled: filled_rx,
                     waiting,
+                    owners: index,
                 }),
-            )],
+            }],
         },
         owners: owners.boxed(),
         tasks: vec![tokio::spawn(children_task), tokio::spawn(names_task)],
-    }
-}
-
-fn api_in<R>(ctx: &Context, namespace: Option<&str>) -> Api<R>
-where
-    R: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
-        None => Api::all(ctx.client.clone()),
     }
 }
 
@@ -361,7 +412,7 @@ where
 #[cfg(test)]
 pub(crate) fn owner_of<K, C: Child>(child: &C) -> Option<ObjectRef<K>>
 where
-    K: Resource<DynamicType = (), Scope: crate::reconciler::KindScope>,
+    K: Resource<DynamicType = (), Scope: KindScope>,
 {
     owner(child).and_then(owner_ref::<K>)
 }
@@ -380,16 +431,29 @@ pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Names<C>)) {
     let (children, mut writer): (_, Writer<C>) = reflector::store();
     let (names, mut names_writer): (_, Writer<PartialObjectMeta<C>>) = reflector::store();
     let (filled, filled_rx) = tokio::sync::watch::channel(0);
+    let owners = Owners::default();
     let cache: Arc<dyn Cache> = Arc::new(Typed {
         children,
         names,
         filled: filled_rx,
         waiting: Waiting::default(),
+        owners: owners.clone(),
     });
     let caches = Caches {
-        kinds: vec![(TypeId::of::<C>(), ApiResource::erase::<C>(&()), cache)],
+        kinds: vec![Cached {
+            type_id: TypeId::of::<C>(),
+            resource: ApiResource::erase::<C>(&()),
+            namespaced: kinds::namespaced::<C>(),
+            cache,
+        }],
     };
     let fill = move |children: Vec<C>, others: Vec<PartialObjectMeta<C>>| {
+        let mut index = lock(&owners);
+        for child in &children {
+            let (key, owner) = owner_entry(child);
+            index.set(key, owner);
+        }
+        drop(index);
         crate::testing::fill(&mut writer, children);
         crate::testing::fill(&mut names_writer, others);
         filled.send_replace(CHILDREN | NAMES);
@@ -423,11 +487,17 @@ pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<
             meta
         })
         .collect();
+    let owners = Owners::default();
+    for child in &children {
+        let (key, owner) = owner_entry(child);
+        lock(&owners).set(key, owner);
+    }
     Arc::new(Typed {
         children: crate::testing::store_of(children),
         names: crate::testing::store_of(names),
         filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
         waiting: Waiting::default(),
+        owners,
     })
 }
 
@@ -435,7 +505,7 @@ pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<
 /// namespaced kind, without one for a cluster-scoped kind (kube-rs#293).
 pub(crate) fn owner_ref<K>(owner: Owner) -> Option<ObjectRef<K>>
 where
-    K: Resource<DynamicType = (), Scope: crate::reconciler::KindScope>,
+    K: Resource<DynamicType = (), Scope: KindScope>,
 {
     let group = K::group(&());
     let reference = &owner.reference;
@@ -447,7 +517,7 @@ where
         return None;
     }
     let object = ObjectRef::new(&reference.name);
-    if <K::Scope as crate::reconciler::KindScope>::NAMESPACED {
+    if <K::Scope as KindScope>::NAMESPACED {
         Some(object.within(&owner.namespace?))
     } else {
         Some(object)
@@ -469,6 +539,7 @@ mod tests {
             names: crate::testing::store_of(Vec::new()),
             filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
             waiting: Waiting::default(),
+            owners: Owners::default(),
         };
         let owner = OwnerReference {
             api_version: "example.com/v1".into(),

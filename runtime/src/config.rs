@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+pub use crate::leader::{LeaderElection, Timing};
 use crate::{Error, Identity, Result};
 
 /// The manager's flags, named like controller-runtime's. A project's `main.rs` flattens them
@@ -73,6 +74,12 @@ pub struct Config {
     /// exits with the watches' last error (a CRD not installed, a watch RBAC forbids).
     #[arg(long, default_value = "2m", value_parser = duration)]
     pub cache_sync_timeout: Duration,
+
+    /// How often every object is reconciled although nothing changed (controller-runtime's
+    /// `SyncPeriod`; each time up to 10% later): a safety net for missed events. A controller's
+    /// `Setup::resync` sets its own.
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub sync_period: Duration,
 
     /// How long one reconcile may take before it fails as a timeout (and is retried with
     /// backoff): a request to an API server that vanished must not hold a controller.
@@ -158,19 +165,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where and under which identity to take the leader-election Lease, and its durations.
-#[derive(Debug, Clone)]
-pub struct LeaderElection {
-    /// Name of the Lease.
-    pub lease_name: String,
-    /// Namespace of the Lease.
-    pub namespace: String,
-    /// This replica's name in the Lease (`holderIdentity`); a random one when `None`.
-    pub identity: Option<String>,
-    /// The election's durations.
-    pub timing: crate::leader::Timing,
-}
-
 /// A duration as Go and Kubernetes flags write them: `15s`, `2m`, `1m30s`, `500ms`.
 fn duration(text: &str) -> std::result::Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (write e.g. 15s, 2m or 500ms)"))
@@ -202,7 +196,7 @@ impl Config {
     /// Where and as whom this replica takes the Lease; an error if the durations cannot keep
     /// two leaders apart (client-go's rule: lease duration > renew deadline > retry period).
     pub fn leader_election(&self, operator: &Identity) -> Result<LeaderElection> {
-        let timing = crate::leader::Timing {
+        let timing = Timing {
             lease_duration: self.leader_elect_lease_duration,
             renew_deadline: self.leader_elect_renew_deadline,
             retry_period: self.leader_elect_retry_period,

@@ -12,6 +12,14 @@ use kube::Client;
 
 use crate::{Error, Result, events::Events, metrics::Metrics, sync::CacheSync};
 
+/// How often every object is reconciled although nothing changed, by default (the manager's
+/// `--sync-period`, a controller's `Setup::resync`): a safety net for missed events, not the
+/// way drift is found (the watches are). One timer per controller enqueues every cached
+/// object, as controller-runtime's `SyncPeriod` does: a timer per object would keep a pending
+/// request for each in kube-runtime's scheduler, about a kilobyte apiece, for as long as the
+/// manager runs.
+pub const RESYNC: Duration = Duration::from_secs(3600);
+
 /// The manager's shared state, handed to every reconcile of every controller.
 pub struct Context {
     /// The manager's name: field manager of every write, value of the `managed-by` label on
@@ -34,8 +42,10 @@ pub struct Context {
     pub state: State,
     /// Whether the controllers' caches have filled, and how long they may take.
     pub(crate) sync: CacheSync,
-    /// How long a reconcile may take, and the drain at shutdown.
+    /// How long a reconcile may take, the drain at shutdown, and the resync period.
     pub(crate) timeouts: Timeouts,
+    /// The time [`Context::now`] gives: the system's, or a fixed one in tests.
+    pub(crate) clock: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 /// The manager's time limits (its `--reconcile-timeout` and `--graceful-shutdown-timeout`).
@@ -45,6 +55,8 @@ pub(crate) struct Timeouts {
     pub(crate) reconcile: Duration,
     /// How long in-flight reconciles may take to finish once the manager is stopping.
     pub(crate) graceful_shutdown: Duration,
+    /// How often every object is reconciled although nothing changed (`--sync-period`).
+    pub(crate) resync: Duration,
 }
 
 impl Default for Timeouts {
@@ -52,6 +64,7 @@ impl Default for Timeouts {
         Self {
             reconcile: Duration::from_secs(300),
             graceful_shutdown: Duration::from_secs(5),
+            resync: RESYNC,
         }
     }
 }
@@ -92,7 +105,15 @@ impl Context {
             state: State::default(),
             sync: CacheSync::default(),
             timeouts: Timeouts::default(),
+            clock: None,
         }
+    }
+
+    /// The time now, for code whose children depend on it (a schedule): the system's clock,
+    /// or the fixed time of a test's context (see `testing::mock_context_at`), so that a test
+    /// of `desired()` gives the same answer every time.
+    pub fn now(&self) -> k8s_openapi::jiff::Timestamp {
+        self.clock.unwrap_or_else(k8s_openapi::jiff::Timestamp::now)
     }
 
     /// The project's value of type `T` (see [`crate::Manager::state`]), or an error naming

@@ -30,7 +30,7 @@ use tokio::{sync::watch, time::Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::{Error, Result, config::LeaderElection};
+use crate::{Error, Result};
 
 /// The durations of an election.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +51,19 @@ impl Default for Timing {
             retry_period: Duration::from_secs(2),
         }
     }
+}
+
+/// Where and under which identity to take the leader-election Lease, and its durations.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// This replica's name in the Lease (`holderIdentity`); a random one when `None`.
+    pub identity: Option<String>,
+    /// The election's durations.
+    pub timing: Timing,
 }
 
 /// Waits to become leader, then runs `work` until it finishes (after `shutdown`) or

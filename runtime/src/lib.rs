@@ -29,9 +29,12 @@ pub mod envtest;
 pub mod error;
 pub mod events;
 pub mod identity;
+mod index;
 #[cfg(feature = "envtest")]
 pub mod integration;
+mod kinds;
 mod leader;
+mod listen;
 pub mod manager;
 pub mod metrics;
 mod metrics_auth;
@@ -48,13 +51,13 @@ mod watch;
 #[cfg(feature = "webhooks")]
 pub mod webhook;
 
-pub use children::{Desired, Observed};
+pub use children::Observed;
 pub use config::Config;
 pub use context::{Context, State};
 pub use error::{Error, Result, Retry};
 pub use identity::Identity;
 pub use manager::{Manager, Start};
-pub use reconciler::Reconcile;
+pub use reconciler::{Desired, Reconcile};
 
 /// The crates a project's code names in its signatures, re-exported so that a project and its
 /// runtime always agree on their versions.

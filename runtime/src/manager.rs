@@ -94,6 +94,7 @@ impl Manager {
         ctx.timeouts = Timeouts {
             reconcile: config.reconcile_timeout,
             graceful_shutdown: config.graceful_shutdown_timeout,
+            resync: config.sync_period,
         };
         ctx
     }

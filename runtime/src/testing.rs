@@ -27,7 +27,7 @@ use tower_test::mock::{self, Handle};
 
 use crate::{
     Context,
-    children::{Caches, Observed, resource_of},
+    children::{Caches, Children, Observed},
     metrics::Metrics,
     reconciler::{KindScope, MANAGED_BY, RESYNC, Reconcile, Shared, as_applied, reconcile},
     watch::{Packed, store_packed},
@@ -62,9 +62,22 @@ pub struct ApiServer {
 
 type SendResponse = tower_test::mock::SendResponse<Response<Body>>;
 
-/// A context whose client talks to the returned mocked API server, watching namespace `testns`.
+/// The time of every mocked context (2026-01-01T00:00:00Z): what [`Context::now`] gives in
+/// tests, so that a controller whose children follow the clock gives the same answer twice.
+pub const NOW: k8s_openapi::jiff::Timestamp =
+    k8s_openapi::jiff::Timestamp::constant(1_767_225_600, 0);
+
+/// A context whose client talks to the returned mocked API server, watching namespace `testns`,
+/// whose clock stands at [`NOW`].
 pub fn mock_context() -> (Arc<Context>, ApiServer) {
     let (ctx, server) = mock_context_owned();
+    (Arc::new(ctx), server)
+}
+
+/// [`mock_context`] with its clock at `now`: move the time in a test of a schedule.
+pub fn mock_context_at(now: k8s_openapi::jiff::Timestamp) -> (Arc<Context>, ApiServer) {
+    let (mut ctx, server) = mock_context_owned();
+    ctx.clock = Some(now);
     (Arc::new(ctx), server)
 }
 
@@ -79,6 +92,7 @@ pub(crate) fn mock_context_owned() -> (Context, ApiServer) {
         Some("testns".into()),
     );
     ctx.operator_namespace = "testns".into();
+    ctx.clock = Some(NOW);
     (
         ctx,
         ApiServer {
@@ -323,6 +337,20 @@ pub fn mock_shared<R: Reconcile>(
     mock_shared_with_names(reconciler, children, Vec::<Value>::new())
 }
 
+/// [`mock_shared`], with objects of the kinds the controller watches in their caches
+/// (`watched`, any of those kinds, as JSON).
+pub fn mock_shared_watching<R: Reconcile>(
+    reconciler: R,
+    children: Vec<impl Serialize>,
+    watched: Vec<impl Serialize>,
+) -> (Arc<Shared<R>>, ApiServer) {
+    let (ctx, server) = mock_context();
+    let reconciler = Arc::new(reconciler);
+    let children = as_json(children);
+    let shared = Shared::filled_watching(reconciler, ctx, children, Vec::new(), as_json(watched));
+    (Arc::new(shared), server)
+}
+
 /// [`mock_shared`], with `others` taking names beside the children (objects of a child kind
 /// without this manager's label, as the names caches watch them).
 pub fn mock_shared_with_names<R: Reconcile>(
@@ -379,16 +407,22 @@ pub fn events_path<R: Resource>(object: &R) -> String {
 
 /// Where the API server creates children like `child` (JSON of one of `R`'s child kinds).
 pub fn child_collection<R: Reconcile>(child: &Value) -> String {
-    let resource = resource_of::<R>(child).expect("a child of one of the controller's kinds");
-    let namespace = child["metadata"]["namespace"]
-        .as_str()
-        .expect("a namespace");
+    let kind = (R::Children::kinds().into_iter())
+        .find(|kind| crate::caches::is_of(child, &kind.resource))
+        .expect("a child of one of the controller's kinds");
+    let resource = &kind.resource;
     let base = if resource.group.is_empty() {
         format!("/api/{}", resource.version)
     } else {
         format!("/apis/{}/{}", resource.group, resource.version)
     };
-    format!("{base}/namespaces/{namespace}/{}", resource.plural)
+    match kind.namespaced {
+        true => {
+            let namespace = (child["metadata"]["namespace"].as_str()).expect("a namespace");
+            format!("{base}/namespaces/{namespace}/{}", resource.plural)
+        }
+        false => format!("{base}/{}", resource.plural),
+    }
 }
 
 /// Where the API server serves `child` (JSON of one of `R`'s child kinds).
@@ -397,23 +431,53 @@ pub fn child_path<R: Reconcile>(child: &Value) -> String {
     format!("{}/{name}", child_collection::<R>(child))
 }
 
-/// What `object` asks of `reconciler`, with no child observed yet (the mocked client answers
-/// nothing).
+/// What `object` asks of `reconciler`, with no child observed yet, at [`NOW`] (the mocked
+/// client answers nothing).
 pub async fn desired<R: Reconcile>(reconciler: &R, object: &R::Kind) -> crate::Desired<R> {
-    desired_with(reconciler, object, &[]).await
+    desired_with(reconciler, object, &[], &[]).await
 }
 
-/// What `object` asks of `reconciler` once `children` exist.
-async fn desired_with<R: Reconcile>(
+/// What `object` asks of `reconciler` at [`NOW`] once `children` exist (JSON of any of its
+/// child kinds) and the caches of the kinds it watches hold `watched` (JSON of any of those):
+/// for controllers whose children depend on what exists (a CronJob's Jobs, a referenced
+/// ConfigMap).
+pub async fn desired_with<R: Reconcile>(
     reconciler: &R,
     object: &R::Kind,
     children: &[Value],
+    watched: &[Value],
 ) -> crate::Desired<R> {
     let (ctx, _server) = mock_context();
-    let kinds = <R::Children as crate::children::Children>::kinds();
-    let caches = Caches::filled(kinds, children.to_vec(), Vec::new());
-    let observed = Observed::new(&caches, object.uid().unwrap_or_default());
+    let observing = Observing::new(reconciler, children.to_vec(), watched);
+    let observed = observing.observed(object);
     (reconciler.desired(object, &ctx, &observed).await).expect("desired children")
+}
+
+/// The caches a reconcile of `R` reads, filled by hand: for tests and benchmarks of code that
+/// reads [`Observed`].
+pub struct Observing {
+    caches: Caches,
+    lookups: crate::children::Lookups,
+}
+
+impl Observing {
+    /// Caches of `reconciler`'s children holding `children` (JSON of any of its child kinds),
+    /// and of the kinds it watches holding `watched`.
+    pub fn new<R: Reconcile>(reconciler: &R, children: Vec<Value>, watched: &[Value]) -> Self {
+        Self {
+            caches: Caches::filled(R::Children::kinds(), children, Vec::new()),
+            lookups: reconciler.setup().filled(watched),
+        }
+    }
+
+    /// What a reconcile of `object` observes.
+    pub fn observed<K: Resource>(&self, object: &K) -> Observed<'_> {
+        Observed::new(
+            &self.caches,
+            &self.lookups,
+            object.uid().unwrap_or_default(),
+        )
+    }
 }
 
 /// The children as the machinery applies them (JSON, of any of `R`'s child kinds): with the
@@ -481,13 +545,28 @@ pub async fn settled<R: Reconcile>(
     children: &[Value],
 ) -> R::Kind {
     let converged = converged::<R>(object);
-    let desired = desired_with(reconciler, &converged, children).await;
-    let Some(own) = desired.status else {
-        return converged;
-    };
+    let desired = desired_with(reconciler, &converged, children, &[]).await;
     let mut json = serde_json::to_value(&converged).expect("serializes");
     let mut conditions: Vec<Condition> =
         serde_json::from_value(json["status"]["conditions"].take()).unwrap_or_default();
+    if let Some(progress) = desired.progress.as_ref().filter(|_| R::OWNS_STATUS) {
+        // Not ready yet, as the reconciler reports it.
+        let generation = object.meta().generation;
+        for (type_, status) in [("Ready", false), ("Reconciling", true)] {
+            let condition = crate::status::condition(
+                type_,
+                status,
+                &progress.reason,
+                progress.message.clone(),
+                generation,
+            );
+            crate::status::set_condition(&mut conditions, condition);
+        }
+    }
+    let Some(own) = desired.status else {
+        json["status"]["conditions"] = json!(conditions);
+        return serde_json::from_value(json).expect("deserializes");
+    };
     for (key, value) in own.as_object().into_iter().flatten() {
         match key.as_str() {
             "observedGeneration" => {}
@@ -527,8 +606,9 @@ async fn assert_requeue<R: Reconcile>(reconciler: &R, object: &R::Kind, action: 
     assert_eq!(*action, expected, "the reconcile's requeue");
 }
 
-/// The children depend on the spec alone: deriving them twice gives the same objects, each
-/// with a name and a namespace.
+/// The children depend on the object alone (its spec, and the time, which stands still in
+/// tests at [`NOW`]): deriving them twice gives the same objects, each with a name, and a
+/// namespace for a namespaced kind.
 pub async fn children_come_from_the_spec_alone<R: Reconcile>(reconciler: R, object: &R::Kind) {
     let first = desired(&reconciler, object).await.children;
     let second = desired(&reconciler, object).await.children;
@@ -536,9 +616,11 @@ pub async fn children_come_from_the_spec_alone<R: Reconcile>(reconciler: R, obje
     assert_eq!(first, second, "the same spec asked for other children");
     for child in &first {
         let metadata = &child["metadata"];
+        let namespaced = (R::Children::kinds().iter())
+            .any(|kind| kind.namespaced && crate::caches::is_of(child, &kind.resource));
         assert!(
-            metadata["name"].is_string() && metadata["namespace"].is_string(),
-            "{child}"
+            metadata["name"].is_string() && metadata["namespace"].is_string() == namespaced,
+            "a name, and a namespace for a namespaced kind only: {child}"
         );
     }
 }
@@ -551,6 +633,7 @@ pub async fn converges_and_is_idempotent<R: Reconcile>(reconciler: R, object: R:
     let reconciler = Arc::new(reconciler);
     let (shared, mut server) = mock_shared_arc(reconciler.clone(), Vec::<Value>::new());
     let children = applied_children(&*reconciler, &object).await;
+    let progressing = desired(&*reconciler, &object).await.progress.is_some();
     let expected = children.clone();
     let owner_uid = object.uid().expect("uid");
     let reply = serde_json::to_value(converged::<R>(&object)).expect("serializes");
@@ -605,7 +688,9 @@ pub async fn converges_and_is_idempotent<R: Reconcile>(reconciler: R, object: R:
             let status = &request.body["status"];
             assert_eq!(status["observedGeneration"], 1);
             assert_eq!(status["conditions"][0]["type"], "Ready");
-            assert_eq!(status["conditions"][0]["status"], "True");
+            // Ready, unless `desired()` says the object is still progressing.
+            let ready = if progressing { "False" } else { "True" };
+            assert_eq!(status["conditions"][0]["status"], ready);
         }
         server
     };

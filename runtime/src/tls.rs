@@ -67,11 +67,11 @@ impl Health {
     }
 }
 
-/// Binds the webhook port on every interface, IPv6 and IPv4 (see [`crate::server`]); a port in
+/// Binds the webhook port on every interface, IPv6 and IPv4 (see [`crate::listen`]); a port in
 /// use stops the manager at start, not at the first request.
 #[cfg(feature = "webhooks")]
 pub fn bind_port(what: &'static str, port: u16) -> Result<TcpListener> {
-    crate::server::bind_std(what, &format!(":{port}"))
+    crate::listen::bind_std(what, &format!(":{port}"))
 }
 
 /// A certificate loaded for serving, with the files and bytes it was loaded from (no files for

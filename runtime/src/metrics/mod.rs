@@ -21,6 +21,14 @@ use prometheus_client::{
 
 use queue::Queues;
 
+/// How the work queue's metrics name an object: `namespace/name`, or `name`.
+pub(crate) fn queue_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// The labels of a controller's series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {

@@ -15,10 +15,11 @@ use kube::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{APPLIED, MANAGED_BY, Reconcile, Shared, lock, namespaced, publish, report};
+use super::{APPLIED, Desired, MANAGED_BY, Reconcile, Shared, lock, namespaced, publish, report};
 use crate::{
     Context, Error, Result,
-    children::{Cache, Desired, is_controlled_by, not_a_child},
+    caches::Cached,
+    children::{Cache, is_controlled_by, not_a_child},
 };
 
 /// Creates each missing child and updates each one whose applied fields differ, refusing to
@@ -61,6 +62,9 @@ pub(super) async fn write<R: Reconcile>(
     if let Err(error) = prune(object, desired, &owner.uid, &wanted, shared).await {
         first_error.get_or_insert(error);
     }
+    if let Err(error) = delete_asked(object, desired, &owner.uid, shared).await {
+        first_error.get_or_insert(error);
+    }
     if let Some(error) = first_error {
         return Err(error);
     }
@@ -87,20 +91,21 @@ async fn apply_child<R: Reconcile>(
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let (namespace, name) = place::<R>(object, &child, ctx)?;
     let kind = child["kind"].as_str().unwrap_or_default().to_owned();
-    let (resource, cache) = (shared.caches.of(&child)).ok_or_else(|| not_a_child(&kind))?;
+    let cached = (shared.caches.of(&child)).ok_or_else(|| not_a_child(&kind))?;
+    let (namespace, name) = place::<R>(object, &child, cached.namespaced, ctx)?;
+    let cache = &*cached.cache;
     let writer = Writer {
         client: &ctx.client,
-        resource,
-        namespace: &namespace,
+        resource: &cached.resource,
+        namespace: (cached.namespaced).then_some(namespace.as_str()),
         manager: &ctx.manager,
     };
     let not_owned = |cache: &dyn Cache| {
         cache.wait_for(&namespace, &name, owner, object.namespace());
         Error::NotOwned {
             kind: kind.clone(),
-            name: format!("{namespace}/{name}"),
+            name: display(&namespace, &name),
         }
     };
     let key = (kind.clone(), namespace.clone(), name.clone());
@@ -137,9 +142,17 @@ async fn apply_child<R: Reconcile>(
         }
     };
     remember(shared, &written, hash);
-    let note = format!("{reason} {kind} {namespace}/{name}");
+    let note = format!("{reason} {kind} {}", display(&namespace, &name));
     publish(ctx, object, EventType::Normal, reason, note);
     Ok(key)
+}
+
+/// `namespace/name`, or `name` for a cluster-scoped object.
+fn display(namespace: &str, name: &str) -> String {
+    match namespace {
+        "" => name.to_owned(),
+        namespace => format!("{namespace}/{name}"),
+    }
 }
 
 /// Writes children of one kind in one namespace, sending their JSON as it is and reading of
@@ -148,7 +161,8 @@ async fn apply_child<R: Reconcile>(
 struct Writer<'a> {
     client: &'a Client,
     resource: &'a ApiResource,
-    namespace: &'a str,
+    /// `None` for a cluster-scoped kind.
+    namespace: Option<&'a str>,
     manager: &'a str,
 }
 
@@ -160,7 +174,7 @@ pub(crate) struct Written {
 
 impl Writer<'_> {
     fn request(&self) -> kube::core::Request {
-        let path = DynamicObject::url_path(self.resource, Some(self.namespace));
+        let path = DynamicObject::url_path(self.resource, self.namespace);
         kube::core::Request::new(path)
     }
 
@@ -248,35 +262,88 @@ async fn prune<R: Reconcile>(
     wanted: &[(String, String, String)],
     shared: &Shared<R>,
 ) -> Result<()> {
-    let ctx = &shared.ctx;
-    for (resource, cache) in desired.pruned(&shared.caches) {
-        for existing in cache.controlled_by(uid)? {
+    for cached in desired.pruned(&shared.caches) {
+        for existing in cached.cache.controlled_by(uid)? {
             let metadata = &existing["metadata"];
             let namespace = metadata["namespace"].as_str().unwrap_or_default();
             let name = metadata["name"].as_str().unwrap_or_default();
-            let key = (resource.kind.clone(), namespace.to_owned(), name.to_owned());
+            let key = (
+                cached.resource.kind.clone(),
+                namespace.to_owned(),
+                name.to_owned(),
+            );
             if wanted.contains(&key) {
                 continue;
             }
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(ctx.client.clone(), namespace, resource);
-            // Only the object that was cached: never a new one of the same name.
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: metadata["uid"].as_str().map(str::to_owned),
-                    resource_version: None,
-                }),
-                ..DeleteParams::background()
-            };
-            match api.delete(name, &params).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
-                Err(error) => return Err(error.into()),
-            }
-            let note = format!("Deleted {} {namespace}/{name}", resource.kind);
-            publish(ctx, object, EventType::Normal, "Deleted", note);
+            let uid = metadata["uid"].as_str().unwrap_or_default();
+            delete_child(object, cached, namespace, name, uid, shared).await?;
         }
     }
+    Ok(())
+}
+
+/// Deletes the children `desired()` asked to delete, each only if this object controls it.
+async fn delete_asked<R: Reconcile>(
+    object: &R::Kind,
+    desired: &Desired<R>,
+    uid: &str,
+    shared: &Shared<R>,
+) -> Result<()> {
+    for deletion in &desired.deletions {
+        let kind = (shared.caches.by_type(deletion.type_id)).ok_or_else(|| not_a_child("?"))?;
+        let Some(child) = kind.cache.child(&deletion.namespace, &deletion.name)? else {
+            // Gone already, or not a child of this manager's: nothing of ours to delete.
+            continue;
+        };
+        if !is_controlled_by(&child, uid) {
+            return Err(Error::InvalidSpec(format!(
+                "{} {}: asked to delete an object this one does not control",
+                kind.resource.kind,
+                display(&deletion.namespace, &deletion.name)
+            )));
+        }
+        let (namespace, name) = (&deletion.namespace, &deletion.name);
+        delete_child(object, kind, namespace, name, &deletion.uid, shared).await?;
+    }
+    Ok(())
+}
+
+/// Deletes the child `namespace/name` whose UID is `uid` (never a new object of its name),
+/// with its dependents in the background, and says so in an event; one already gone is fine.
+async fn delete_child<R: Reconcile>(
+    object: &R::Kind,
+    cached: &Cached,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    shared: &Shared<R>,
+) -> Result<()> {
+    let ctx = &shared.ctx;
+    let api: Api<DynamicObject> = match cached.namespaced {
+        true => Api::namespaced_with(ctx.client.clone(), namespace, &cached.resource),
+        false => Api::all_with(ctx.client.clone(), &cached.resource),
+    };
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => {}
+        // Gone, or (409) a new object of the name: not the one asked for.
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    }
+    let note = format!(
+        "Deleted {} {}",
+        cached.resource.kind,
+        display(namespace, name)
+    );
+    publish(ctx, object, EventType::Normal, "Deleted", note);
     Ok(())
 }
 
@@ -309,16 +376,37 @@ fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Valu
     Ok(child)
 }
 
-/// The namespace and name of `child`, which must be where the garbage collector and the
-/// manager's caches can follow it: in its owner's namespace for a namespaced owner, and in a
-/// namespace the manager watches.
-fn place<R: Reconcile>(object: &R::Kind, child: &Value, ctx: &Context) -> Result<(String, String)> {
+/// The namespace (`""` for a cluster-scoped kind) and name of `child`, which must be where the
+/// garbage collector and the manager's caches can follow it: in its owner's namespace for a
+/// namespaced owner, and in a namespace the manager watches; a cluster-scoped child only of a
+/// cluster-scoped owner.
+fn place<R: Reconcile>(
+    object: &R::Kind,
+    child: &Value,
+    namespaced_child: bool,
+    ctx: &Context,
+) -> Result<(String, String)> {
     let metadata = &child["metadata"];
     let name =
         (metadata["name"].as_str()).ok_or(Error::MissingObjectKey("metadata.name of a child"))?;
+    let kind = child["kind"].as_str().unwrap_or_default();
+    if !namespaced_child {
+        if namespaced::<R>() {
+            return Err(Error::InvalidSpec(format!(
+                "{kind} {name}: a namespaced object cannot own a cluster-scoped child; the \
+                 garbage collector deletes such children at once. Make the owner's kind \
+                 cluster-scoped, or create the child without an owner"
+            )));
+        }
+        if let Some(namespace) = metadata["namespace"].as_str().filter(|ns| !ns.is_empty()) {
+            return Err(Error::InvalidSpec(format!(
+                "{kind} {name} is cluster-scoped: give it no namespace (it has {namespace})"
+            )));
+        }
+        return Ok((String::new(), name.to_owned()));
+    }
     let namespace = (metadata["namespace"].as_str())
         .ok_or(Error::MissingObjectKey("metadata.namespace of a child"))?;
-    let kind = child["kind"].as_str().unwrap_or_default();
     if namespaced::<R>()
         && let Some(own) = object.namespace()
         && own != namespace

@@ -48,7 +48,7 @@ pub(super) async fn finalize<R: Reconcile>(
         let error = Error::Cleanup(Box::new(error));
         if R::OWNS_STATUS {
             // Publishes the warning event too.
-            let _ = report::ready(object, Some(&error), shared).await;
+            let _ = report::ready(object, Some(&error), None, shared).await;
         } else {
             let note = error.to_string();
             publish(ctx, object, EventType::Warning, error.reason(), note);

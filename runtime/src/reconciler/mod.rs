@@ -45,32 +45,29 @@
 //!   (packed), without managedFields.
 
 mod apply;
+mod desired;
 mod finalizer;
 mod report;
+mod setup;
 #[cfg(test)]
 mod tests;
 
 use std::{
-    collections::hash_map::RandomState,
-    fmt::Debug,
     future::Future,
-    hash::BuildHasher,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use futures::{StreamExt, TryStreamExt, future::BoxFuture};
-use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{
-    Api, Client, Resource, ResourceExt,
+    Api, Resource, ResourceExt,
     runtime::{
         WatchStreamExt,
         controller::{self, Action, Controller},
         events::EventType,
-        predicates, reflector, watcher,
+        reflector, watcher,
     },
 };
-use serde::{Serialize, de::DeserializeOwned};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -79,29 +76,28 @@ pub(crate) use apply::as_applied;
 #[cfg(test)]
 use apply::{hand_over_created_fields, is_applied};
 
+pub use desired::Desired;
+pub use setup::{Setup, Watch};
+
 use crate::{
     Context, Error, Result,
-    backoff::Backoff,
+    backoff::{Backoff, jittered},
     caches::owner_ref,
-    children::{Caches, Children, Desired, Observed},
-    metrics::Outcome,
+    children::{Caches, Children, Lookups, Observed},
+    kinds::{self, Child},
+    metrics::{Outcome, queue_key},
     recent::Recent,
     sync::WatchErrors,
     watch,
 };
-
-/// The label every child carries, so the controller watches only its own children.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub use crate::{
+    context::RESYNC,
+    kinds::{KindScope, MANAGED_BY},
+};
 /// The annotation on each child with a hash of what this manager last applied to it: when what
 /// is desired changes (a field is no longer asked for, even by a new version of the operator),
 /// the child is applied again although every field it still asks for is there.
 pub const APPLIED: &str = "kopgen.io/applied-hash";
-/// How often every object is reconciled although nothing changed: a safety net for missed
-/// events, not the way drift is found (the watches are). One timer per controller enqueues
-/// every cached object, as controller-runtime's `SyncPeriod` does: a timer per object would
-/// keep a pending request for each in kube-runtime's scheduler, about a kilobyte apiece, for
-/// as long as the manager runs.
-pub const RESYNC: Duration = Duration::from_secs(3600);
 
 /// A controller: the kind it reconciles and what an object of that kind asks for. Everything
 /// else is this module's. Implemented on a type of the project's own (`BlogReconciler`), as
@@ -109,7 +105,7 @@ pub const RESYNC: Duration = Duration::from_secs(3600);
 /// too and keep values its controller needs in it.
 ///
 /// ```
-/// use kopgen_runtime::{Context, Reconcile, Result, children::{Desired, Observed}};
+/// use kopgen_runtime::{Context, Desired, Observed, Reconcile, Result};
 /// use kopgen_runtime::k8s_openapi::api::core::v1::ConfigMap;
 /// # use kopgen_runtime::kube::{CustomResource, ResourceExt, api::ObjectMeta};
 /// # use serde::{Deserialize, Serialize};
@@ -150,17 +146,11 @@ pub const RESYNC: Duration = Duration::from_secs(3600);
 pub trait Reconcile: Send + Sync + 'static {
     /// The kind this controller reconciles (controller-runtime's `For`): one of the project's
     /// own, or a built-in kind such as `Deployment`.
-    type Kind: Resource<DynamicType = (), Scope: KindScope>
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static;
+    type Kind: Child;
 
-    /// The kinds of the objects this controller creates, as a tuple: `(ConfigMap,)`,
-    /// `(Deployment, Service)`, or `()` for none.
+    /// The kinds of the objects this controller creates (controller-runtime's `Owns`), as a
+    /// tuple: `(ConfigMap,)`, `(Deployment, Service)`, or `()` for none. A cluster-scoped
+    /// kind's children may be cluster-scoped (a `Namespace`, a `ClusterRole`).
     type Children: Children;
 
     /// Name of the controller in logs, metrics and events.
@@ -181,10 +171,12 @@ pub trait Reconcile: Send + Sync + 'static {
     /// metrics only.
     const OWNS_STATUS: bool = true;
 
-    /// What `object` asks for now: its children (each with a name and namespace; the owner
-    /// reference and the managed-by label are added for you), and optionally status fields of
-    /// its own and when to look again. Derive it from the spec; read the cluster (through
-    /// `ctx.client`) or the children it has (`observed`) only where the spec cannot say.
+    /// What `object` asks for now: its children (each with a name, and a namespace for a
+    /// namespaced kind; the owner reference and the managed-by label are added for you), and
+    /// optionally status fields of its own, whether it is ready yet, children to delete and
+    /// when to look again. Derive it from the spec, the children it has and what it references
+    /// (`observed`, from the caches) and the time (`ctx.now()`); it writes nothing, so a test
+    /// of it performs nothing.
     fn desired(
         &self,
         object: &Self::Kind,
@@ -193,6 +185,16 @@ pub trait Reconcile: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Desired<Self>>> + Send
     where
         Self: Sized;
+
+    /// What else this controller watches, what triggers it and how it runs (see [`Setup`]);
+    /// the default is generation changes of the kind and of its children, the manager's
+    /// concurrency and resync.
+    fn setup(&self) -> Setup<Self>
+    where
+        Self: Sized,
+    {
+        Setup::default()
+    }
 
     /// Releases what `object` holds outside the cluster (DNS records, buckets, accounts).
     /// Runs before deletion completes, only when [`Reconcile::FINALIZER`] is set; must be safe
@@ -216,6 +218,8 @@ pub struct Shared<R: Reconcile> {
     pub ctx: Arc<Context>,
     backoff: Backoff,
     caches: Caches,
+    /// The caches of the other kinds the controller watches.
+    lookups: Lookups,
     /// Per object UID, the version of the object and the `Ready` outcome last written for it:
     /// the cache may not show a write yet (a success right after a failure must still be
     /// written, the same outcome twice need not).
@@ -230,12 +234,13 @@ pub struct Shared<R: Reconcile> {
 }
 
 impl<R: Reconcile> Shared<R> {
-    fn new(reconciler: Arc<R>, ctx: Arc<Context>, caches: Caches) -> Self {
+    fn new(reconciler: Arc<R>, ctx: Arc<Context>, caches: Caches, lookups: Lookups) -> Self {
         Self {
             reconciler,
             backoff: Backoff::default(),
             ctx,
             caches,
+            lookups,
             written: Mutex::default(),
             own_written: Mutex::default(),
             applied: Mutex::default(),
@@ -262,8 +267,22 @@ impl<R: Reconcile> Shared<R> {
         children: Vec<serde_json::Value>,
         others: Vec<serde_json::Value>,
     ) -> Self {
-        let kinds = R::Children::kinds();
-        Self::new(reconciler, ctx, Caches::filled(kinds, children, others))
+        Self::filled_watching(reconciler, ctx, children, others, Vec::new())
+    }
+
+    /// [`Shared::filled_shared`], whose caches of the kinds its [`Reconcile::setup`] watches
+    /// hold `watched` (objects of those kinds, as JSON).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn filled_watching(
+        reconciler: Arc<R>,
+        ctx: Arc<Context>,
+        children: Vec<serde_json::Value>,
+        others: Vec<serde_json::Value>,
+        watched: Vec<serde_json::Value>,
+    ) -> Self {
+        let caches = Caches::filled(R::Children::kinds(), children, others);
+        let lookups = reconciler.setup().filled(&watched);
+        Self::new(reconciler, ctx, caches, lookups)
     }
 
     fn forget(&self, object: &R::Kind) {
@@ -300,19 +319,24 @@ pub async fn run<R: Reconcile>(
     ctx: Arc<Context>,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let objects: Api<R::Kind> = <<R::Kind as Resource>::Scope as KindScope>::api(
-        ctx.client.clone(),
-        ctx.namespace.as_deref(),
-    );
+    let setup = reconciler.setup();
+    let objects: Api<R::Kind> = kinds::api(ctx.client.clone(), ctx.namespace.as_deref());
     let (store, writer) = reflector::store();
     let errors = WatchErrors::default();
     // Whether the kind's cache had its first list, kept apart from the store's own readiness,
     // which wakes only the last of several waiters (kube-runtime's controller waits on it).
     let (listed, mut first_list) = tokio::sync::watch::channel(false);
-    let events = watch::streaming(objects, watcher::Config::default().any_semantic())
+    // The indexes of what each object references, for the watches that map through them:
+    // kept from every event of the kind, before any trigger filter.
+    let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
+    let references: Vec<_> = indexes.iter().flatten().cloned().collect();
+    let events = watch::streaming(objects, setup.selector.config())
         .default_backoff()
         .modify(watch::slim)
         .inspect_ok(move |event| {
+            for index in &references {
+                index.apply(event);
+            }
             if matches!(event, watcher::Event::InitDone) {
                 listed.send_replace(true);
             }
@@ -320,11 +344,12 @@ pub async fn run<R: Reconcile>(
         .reflect(writer)
         .applied_objects();
     let metrics = ctx.metrics.clone();
-    metrics.controller_started(R::NAME, ctx.concurrency);
+    let concurrency = setup.concurrency.unwrap_or(ctx.concurrency);
+    metrics.controller_started(R::NAME, concurrency);
     let triggers = if R::OWNS_STATUS {
-        // Status writes (this controller's own included) do not change the generation.
+        // Status writes (this controller's own included) change none of what triggers.
         events
-            .predicate_filter(predicates::generation, Default::default())
+            .predicate_filter(setup.trigger_key(), Default::default())
             .boxed()
     } else {
         events.boxed()
@@ -349,17 +374,35 @@ pub async fn run<R: Reconcile>(
         owners.push(kind.owners);
         tasks.extend(kind.tasks);
     }
+    let owners = futures::stream::select_all(owners)
+        .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)))
+        .boxed();
+    // The other kinds it watches, each mapped to the objects to reconcile.
+    let mut lookups = Lookups::default();
+    let mut mapped = vec![owners];
+    let mut filled = Vec::new();
+    for (watch, index) in setup.watches.iter().zip(indexes) {
+        let (started, triggers) = watch.start(&ctx, errors.clone(), index, store.clone());
+        lookups.insert(watch.type_id, started.store);
+        tasks.push(started.task);
+        filled.push(started.filled);
+        mapped.push(triggers);
+    }
     // The caches' watches stop with the controller.
     let _tasks = AbortOnDrop(tasks);
-    let owners = {
+    let mapped = {
         let metrics = metrics.clone();
-        futures::stream::select_all(owners)
-            .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)))
-            .inspect(move |owner| {
-                metrics.queued(R::NAME, &queue_key(owner.namespace.as_deref(), &owner.name))
-            })
+        futures::stream::select_all(mapped).inspect(move |object| {
+            let key = queue_key(object.namespace.as_deref(), &object.name);
+            metrics.queued(R::NAME, &key)
+        })
     };
-    let shared = Arc::new(Shared::new(Arc::new(reconciler), ctx.clone(), caches));
+    let shared = Arc::new(Shared::new(
+        Arc::new(reconciler),
+        ctx.clone(),
+        caches,
+        lookups,
+    ));
     let synced = {
         let shared = shared.clone();
         async move {
@@ -367,14 +410,18 @@ pub async fn run<R: Reconcile>(
                 .wait_for(|listed| *listed)
                 .await
                 .map_err(|_| ())?;
+            for mut filled in filled {
+                filled.wait_for(|filled| *filled).await.map_err(|_| ())?;
+            }
             shared.caches.filled_once().await.map_err(|_| ())
         }
     };
     let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
-    let config = controller::Config::default().concurrency(ctx.concurrency);
+    let config = controller::Config::default().concurrency(concurrency);
+    let period = setup.resync.unwrap_or(ctx.timeouts.resync);
     let resync = {
         let (store, metrics) = (store.clone(), metrics.clone());
-        resync_ticks().inspect(move |()| {
+        resync_ticks(period).inspect(move |()| {
             for object in store.state() {
                 let key = queue_key(object.namespace().as_deref(), &object.name_any());
                 metrics.queued(R::NAME, &key);
@@ -382,7 +429,7 @@ pub async fn run<R: Reconcile>(
         })
     };
     let controller = Controller::for_stream(triggers, store)
-        .reconcile_on(owners)
+        .reconcile_on(mapped)
         .reconcile_all_on(resync)
         .with_config(config)
         .graceful_shutdown_on(shutdown.cancelled_owned())
@@ -438,40 +485,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Builds `Api`s by scope, so that the machinery is one generic code for namespaced and
-/// cluster-scoped kinds.
-pub trait KindScope {
-    /// Whether objects of this scope live in a namespace.
-    const NAMESPACED: bool;
-    /// Objects of `K` in `namespace` (a namespaced kind), or cluster-wide.
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
-        client: Client,
-        namespace: Option<&str>,
-    ) -> Api<K>;
-}
-
-impl KindScope for NamespaceResourceScope {
-    const NAMESPACED: bool = true;
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
-        client: Client,
-        namespace: Option<&str>,
-    ) -> Api<K> {
-        match namespace {
-            Some(namespace) => Api::namespaced(client, namespace),
-            None => Api::all(client),
-        }
-    }
-}
-
-impl KindScope for ClusterResourceScope {
-    const NAMESPACED: bool = false;
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(client: Client, _: Option<&str>) -> Api<K> {
-        Api::all(client)
-    }
-}
-
 fn namespaced<R: Reconcile>() -> bool {
-    <<R::Kind as Resource>::Scope as KindScope>::NAMESPACED
+    kinds::namespaced::<R::Kind>()
 }
 
 /// Brings one object and its children to the desired state. Safe to run any number of times.
@@ -505,14 +520,6 @@ pub async fn reconcile<R: Reconcile>(
     Ok(Action::requeue(delay))
 }
 
-/// How the work queue's metrics name an object: `namespace/name`, or `name`.
-pub(crate) fn queue_key(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}/{name}"),
-        None => name.to_owned(),
-    }
-}
-
 /// One reconcile: when to run again (`None`: at the next change), and whether the controller
 /// asked for that time.
 async fn reconcile_once<R: Reconcile>(
@@ -537,7 +544,7 @@ async fn reconcile_once<R: Reconcile>(
     let uid = object
         .uid()
         .ok_or(Error::MissingObjectKey("metadata.uid"))?;
-    let observed = Observed::new(&shared.caches, uid.clone());
+    let observed = Observed::new(&shared.caches, &shared.lookups, uid.clone());
     let desired = crate::error::recover(shared.reconciler.desired(object, ctx, &observed)).await;
     let outcome = match desired {
         Ok(desired) => apply::write(object, &desired, shared)
@@ -546,7 +553,8 @@ async fn reconcile_once<R: Reconcile>(
         Err(error) => Err(error),
     };
     if R::OWNS_STATUS {
-        let written = report::ready(object, outcome.as_ref().err(), shared).await;
+        let progress = outcome.as_ref().ok().and_then(|d| d.progress.as_ref());
+        let written = report::ready(object, outcome.as_ref().err(), progress, shared).await;
         // A failure's own error says more than a failed status write.
         if outcome.is_ok() {
             written?;
@@ -557,26 +565,20 @@ async fn reconcile_once<R: Reconcile>(
     }
     let desired = outcome?;
     shared.backoff.forget(&uid);
+    let resync = shared.ctx.timeouts.resync;
     Ok(match desired.requeue_after {
-        Some(delay) => (Some(delay.min(RESYNC)), true),
+        Some(delay) => (Some(delay.min(resync)), true),
         None => (None, false),
     })
 }
 
-/// A tick every [`RESYNC`], the first one [`RESYNC`] after the start.
-fn resync_ticks() -> impl futures::Stream<Item = ()> + Send + 'static {
-    futures::stream::unfold((), |()| async {
-        tokio::time::sleep(RESYNC).await;
-        Some(((), ()))
+/// A tick every `period`, each up to 10% later (drawn per tick, as controller-runtime jitters
+/// its `SyncPeriod`), the first one a period after the start.
+fn resync_ticks(period: Duration) -> impl futures::Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(0_u64, move |tick| async move {
+        tokio::time::sleep(jittered(period, &tick.to_string())).await;
+        Some(((), tick + 1))
     })
-}
-
-/// `period`, made up to 10% longer by a value drawn for `key` in this process.
-pub(crate) fn jittered(period: Duration, key: &str) -> Duration {
-    static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
-    let draw = SEED.get_or_init(RandomState::new).hash_one(key);
-    let fraction = (draw % 1000) as f64 / 10_000.0;
-    period.mul_f64(1.0 + fraction)
 }
 
 /// Requeues a failed object by its error's class: exponential backoff for transient errors,
@@ -606,8 +608,5 @@ fn own_api<R: Reconcile>(object: &R::Kind, ctx: &Context) -> Result<Api<R::Kind>
     if namespaced::<R>() && namespace.is_none() {
         return Err(Error::MissingObjectKey("metadata.namespace"));
     }
-    Ok(<<R::Kind as Resource>::Scope as KindScope>::api(
-        ctx.client.clone(),
-        namespace.as_deref(),
-    ))
+    Ok(kinds::api(ctx.client.clone(), namespace.as_deref()))
 }

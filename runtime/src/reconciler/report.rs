@@ -14,9 +14,15 @@ use tracing::{info, warn};
 use super::{
     Reconcile, Shared,
     apply::{Written, contains},
+    desired::Progress,
     lock, publish,
 };
-use crate::{Error, Result, status};
+use crate::{Error, Result, error::Retry, status};
+
+/// The conditions this reconciler owns on an object's status: `Ready`, and kstatus'
+/// abnormal-true conditions, present only while they hold (`Reconciling`: not ready yet, no
+/// failure; `Stalled`: failed until the object changes).
+pub(crate) const OWN_CONDITIONS: [&str; 3] = ["Ready", "Reconciling", "Stalled"];
 
 /// The object's status as JSON (its type is the kind's own).
 fn status_of<K: serde::Serialize>(object: &K) -> Value {
@@ -55,7 +61,7 @@ pub(super) async fn own_status<R: Reconcile>(
         let mut mine = Vec::new();
         for condition in conditions.drain(..) {
             let condition: Condition = serde_json::from_value(condition)?;
-            if condition.type_ == "Ready" {
+            if OWN_CONDITIONS.contains(&condition.type_.as_str()) {
                 continue;
             }
             let type_ = condition.type_.clone();
@@ -89,36 +95,55 @@ pub(super) async fn own_status<R: Reconcile>(
     Ok(())
 }
 
-/// Sets `Ready` (and `observedGeneration`) from the reconcile's outcome, unless the object
+/// Sets `Ready` (and `observedGeneration`) from the reconcile's outcome, with `Reconciling`
+/// while the object is progressing and `Stalled` while it failed for good, unless the object
 /// already says exactly that, or this manager wrote exactly that for this version of the
 /// object (its cache may not show the write yet). A success right after a failure is written
 /// even while the cache shows the success before it.
 pub(super) async fn ready<R: Reconcile>(
     object: &R::Kind,
     error: Option<&Error>,
+    progress: Option<&Progress>,
     shared: &Shared<R>,
 ) -> Result<()> {
     let ctx = &shared.ctx;
     let name = object.name_any();
     let generation = object.meta().generation;
-    let (ready, reason, message) = match error {
-        None => (
+    let (ready, reason, message) = match (error, progress) {
+        (Some(error), _) => (false, error.reason().to_owned(), error.to_string()),
+        (None, Some(progress)) => (false, progress.reason.clone(), progress.message.clone()),
+        (None, None) => (
             true,
             "Reconciled".to_owned(),
             "all children are up to date".to_owned(),
         ),
-        Some(error) => (false, error.reason().to_owned(), error.to_string()),
     };
+    let reconciling = error.is_none() && progress.is_some();
+    let stalled = error.is_some_and(|error| error.retry() == Retry::OnChange);
     let status = status_of(object);
     let existing = conditions_of(&status);
     let previous = existing.iter().find(|c| c.type_ == "Ready");
+    let holds = |type_: &str, holds: bool| {
+        let found = existing.iter().find(|c| c.type_ == type_);
+        match holds {
+            true => found.is_some_and(|c| {
+                c.status == "True"
+                    && c.reason == reason
+                    && c.message == message
+                    && c.observed_generation == generation
+            }),
+            false => found.is_none(),
+        }
+    };
     let says_it = previous.is_some_and(|c| {
         c.status == if ready { "True" } else { "False" }
             && c.reason == reason
             && c.message == message
             && c.observed_generation == generation
-    }) && status["observedGeneration"] == json!(generation);
-    let summary = format!("{ready}/{reason}/{message}/{generation:?}");
+    }) && holds("Reconciling", reconciling)
+        && holds("Stalled", stalled)
+        && status["observedGeneration"] == json!(generation);
+    let summary = format!("{ready}/{reconciling}/{stalled}/{reason}/{message}/{generation:?}");
     let uid = object.uid().unwrap_or_default();
     let version = object.resource_version().unwrap_or_default();
     let last = lock(&shared.written).get(&uid).cloned();
@@ -132,23 +157,34 @@ pub(super) async fn ready<R: Reconcile>(
         return Ok(());
     }
     let mut conditions = existing.clone();
-    status::set_condition(
-        &mut conditions,
-        status::condition("Ready", ready, &reason, message.clone(), generation),
-    );
-    let Some(condition) = conditions.into_iter().find(|c| c.type_ == "Ready") else {
-        return Ok(());
+    let mut set = |type_: &str, status: bool| {
+        let condition = status::condition(type_, status, &reason, message.clone(), generation);
+        status::set_condition(&mut conditions, condition);
     };
-    // Only the Ready condition: `conditions` is a list keyed by type, so this manager owns
-    // that one entry and other managers' conditions stay theirs.
+    set("Ready", ready);
+    if reconciling {
+        set("Reconciling", true);
+    }
+    if stalled {
+        set("Stalled", true);
+    }
+    let wanted = |c: &Condition| match c.type_.as_str() {
+        "Ready" => true,
+        "Reconciling" => reconciling,
+        "Stalled" => stalled,
+        _ => false,
+    };
+    let owned: Vec<Condition> = conditions.into_iter().filter(wanted).collect();
+    // Only these conditions: `conditions` is a list keyed by type, so this manager owns those
+    // entries (and drops the ones it no longer sets) while other managers' stay theirs.
     let patch = json!({
         "apiVersion": R::Kind::api_version(&()),
         "kind": R::Kind::kind(&()),
-        "status": { "conditions": [condition], "observedGeneration": generation },
+        "status": { "conditions": owned, "observedGeneration": generation },
     });
     let written = patch_status(&ctx.client, object, &ctx.manager, &patch).await;
     let was_ready = previous.is_none_or(|c| c.status == "True");
-    if !ready && was_ready {
+    if error.is_some() && was_ready {
         publish(ctx, object, EventType::Warning, &reason, message);
     } else if ready && !was_ready {
         info!(controller = R::NAME, %name, "ready again");

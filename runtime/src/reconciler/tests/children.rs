@@ -10,7 +10,7 @@ use k8s_openapi::{
 };
 use kube::{CustomResource, api::ObjectMeta};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::super::*;

@@ -5,13 +5,14 @@
 mod builtin;
 mod children;
 mod faults;
+mod reach;
 
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, api::ObjectMeta};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::*;
@@ -358,7 +359,12 @@ async fn a_reconcile_waits_for_the_first_lists_of_its_caches() {
     let object = converged::<ThingReconciler>(&thing("a"));
     let (ctx, server) = crate::testing::mock_context();
     let (caches, fill) = crate::caches::unfilled::<ConfigMap>();
-    let shared = Arc::new(Shared::new(Arc::new(ThingReconciler), ctx, caches));
+    let shared = Arc::new(Shared::new(
+        Arc::new(ThingReconciler),
+        ctx,
+        caches,
+        Lookups::default(),
+    ));
     let mut reconciling = Box::pin(reconcile(Arc::new(object.clone()), shared));
     let early = tokio::time::timeout(Duration::from_millis(200), &mut reconciling).await;
     assert!(early.is_err(), "it waits for the caches");
@@ -417,7 +423,7 @@ async fn a_status_is_written_once_per_version_of_the_object() {
 }
 
 #[tokio::test]
-async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
+async fn a_failure_sets_ready_false_and_only_the_reconcilers_conditions_are_applied() {
     let mut object = converged::<ThingReconciler>(&thing("invalid"));
     let json = serde_json::to_value(&object).expect("serializes");
     let mut with_foreign = json.clone();
@@ -439,10 +445,13 @@ async fn a_failure_sets_ready_false_and_only_the_ready_condition_is_applied() {
         let conditions = request.body["status"]["conditions"]
             .as_array()
             .expect("conditions");
-        assert_eq!(conditions.len(), 1, "only Ready is applied: {conditions:?}");
-        assert_eq!(conditions[0]["type"], "Ready");
+        // Ready, and kstatus' Stalled (invalid input waits for a change); never Backup.
+        let types: Vec<_> = conditions.iter().map(|c| c["type"].clone()).collect();
+        assert_eq!(types, [json!("Ready"), json!("Stalled")], "{conditions:?}");
         assert_eq!(conditions[0]["status"], "False");
         assert_eq!(conditions[0]["reason"], "InvalidSpec");
+        assert_eq!(conditions[1]["status"], "True");
+        assert_eq!(conditions[1]["reason"], "InvalidSpec");
         let event = server
             .expect(Method::POST, &events, StatusCode::CREATED, json!({}))
             .await;
