@@ -10,7 +10,9 @@ use std::{
 
 use kube::Client;
 
-use crate::{Error, Result, events::Events, metrics::Metrics, sync::CacheSync};
+use crate::{
+    Error, Result, events::Events, leadership::Leadership, metrics::Metrics, sync::CacheSync,
+};
 
 /// How often every object is reconciled although nothing changed, by default (the manager's
 /// `--sync-period`, a controller's `Setup::resync`): a safety net for missed events, not the
@@ -40,6 +42,11 @@ pub struct Context {
     pub concurrency: u16,
     /// The project's own values ([`crate::Manager::state`]), read with [`Context::state`].
     pub state: State,
+    /// Whether this replica leads (always, without `--leader-elect`): the runtime checks it
+    /// before each write it makes; check it (`ctx.leadership.check()?`) before a write of
+    /// your own that must not leave a replica that lost the Lease, such as a call to an
+    /// external system in `cleanup`.
+    pub leadership: Leadership,
     /// Whether the controllers' caches have filled, and how long they may take.
     pub(crate) sync: CacheSync,
     /// How long a reconcile may take, the drain at shutdown, and the resync period.
@@ -94,9 +101,11 @@ impl Context {
         metrics: Arc<Metrics>,
         namespace: Option<String>,
     ) -> Self {
+        let leadership = Leadership::default();
         Self {
             manager: manager.to_owned(),
-            events: Events::new(client.clone(), manager),
+            events: Events::new(client.clone(), manager, leadership.clone()),
+            leadership,
             client,
             metrics,
             namespace,

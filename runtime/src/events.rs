@@ -23,7 +23,7 @@ use kube::{
 use serde_json::json;
 use tracing::warn;
 
-use crate::recent::Recent;
+use crate::{leadership::Leadership, recent::Recent};
 
 /// The longest note the API server accepts (`events.k8s.io/v1` validation): 1 kB.
 pub const NOTE_LIMIT: usize = 1024;
@@ -55,6 +55,8 @@ pub struct Events {
     instance: String,
     /// Per object, type and reason: the Event published last and how often.
     published: Arc<Mutex<Recent<Published>>>,
+    /// Events leave only a replica that leads.
+    leadership: Leadership,
 }
 
 #[derive(Clone)]
@@ -65,14 +67,22 @@ struct Published {
 
 impl Events {
     /// A publisher reporting as `manager` (`reportingController`) and as this pod
-    /// (`reportingInstance`: `POD_NAME`, or the manager's name outside a pod).
-    pub fn new(client: Client, manager: &str) -> Self {
+    /// (`reportingInstance`: `POD_NAME`, or the manager's name outside a pod), while
+    /// `leadership` says this replica leads.
+    pub fn new(client: Client, manager: &str, leadership: Leadership) -> Self {
         Self {
             client,
             manager: manager.to_owned(),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| manager.to_owned()),
             published: Arc::default(),
+            leadership,
         }
+    }
+
+    /// The same publisher, publishing while `leadership` says this replica leads.
+    pub(crate) fn fenced(mut self, leadership: Leadership) -> Self {
+        self.leadership = leadership;
+        self
     }
 
     /// Publishes in the background an event about `object`: `reason` in UpperCamelCase, `note`
@@ -84,6 +94,9 @@ impl Events {
         reason: &str,
         note: String,
     ) {
+        if !self.leadership.is_leading() {
+            return;
+        }
         let note = bounded(note);
         let regarding = object.object_ref(&());
         let type_ = match type_ {

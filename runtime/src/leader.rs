@@ -26,11 +26,11 @@ use kube::{
     api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use tokio::{sync::watch, time::Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::{Error, Result};
+use crate::{Error, Result, leadership::Leadership};
 
 /// The durations of an election.
 #[derive(Debug, Clone, Copy)]
@@ -73,12 +73,94 @@ pub struct LeaderElection {
 /// The leader stops `work` at the renew deadline counted from the start of its last successful
 /// renewal, whatever is in flight then: a renewal request that hangs is cut at the deadline too
 /// (client-go bounds each renewal round the same way). A follower waits the lease duration from
-/// when it saw that renewal, which is later, so two leaders never overlap.
+/// when it saw that renewal, which is later, so two leaders never overlap. (The manager runs the
+/// elector on a thread of its own instead, [`on_own_thread`].)
+#[cfg(test)]
 pub async fn run_as_leader(
     client: Client,
     election: &LeaderElection,
     shutdown: CancellationToken,
     work: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let leadership = Leadership::elected();
+    let release = CancellationToken::new();
+    let elector = elect(client, election, leadership.clone(), release.clone());
+    let work = async {
+        tokio::select! {
+            () = leadership.leading() => work.await,
+            () = shutdown.cancelled() => Ok(()),
+        }
+    };
+    run_while_leading(elector, release, shutdown.clone(), work).await
+}
+
+/// Runs `work` beside `elector` (an [`elect`] of the Lease, here or on a thread of its own)
+/// until `work` ends (after `shutdown`), then has the elector release the Lease. If the
+/// elector ends first, leadership was lost: `work` is dropped at once (the controllers stop)
+/// and the outcome is [`Error::LeadershipLost`].
+pub(crate) async fn run_while_leading(
+    elector: impl Future<Output = Result<()>>,
+    release: CancellationToken,
+    shutdown: CancellationToken,
+    work: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    tokio::pin!(elector);
+    tokio::pin!(work);
+    let outcome = tokio::select! {
+        outcome = &mut work => outcome,
+        ended = &mut elector => {
+            shutdown.cancel();
+            return Err(ended.err().unwrap_or(Error::LeadershipLost));
+        }
+    };
+    release.cancel();
+    let released = elector.await;
+    outcome.and(released)
+}
+
+/// [`elect`] on a thread of its own, with a client of its own made from `config`: the project's
+/// code may block the manager's threads (a blocking SDK call in `desired` or `cleanup`), and
+/// renewals must go on regardless. (Were they starved, [`Leadership`] would still keep writes
+/// from leaving this replica after its deadline; this keeps the Lease, and the replica.)
+pub(crate) fn on_own_thread(
+    config: kube::Config,
+    election: LeaderElection,
+    leadership: Leadership,
+    release: CancellationToken,
+) -> impl Future<Output = Result<()>> {
+    let (sent, outcome) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("leader-election".into())
+        .spawn(move || {
+            let elected = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(Error::Server)
+                .and_then(|runtime| {
+                    runtime.block_on(async {
+                        let client = Client::try_from(config)?;
+                        elect(client, &election, leadership, release).await
+                    })
+                });
+            let _ = sent.send(elected);
+        });
+    async move {
+        spawned?;
+        outcome
+            .await
+            .map_err(|_| Error::Task("the leader-election thread stopped".into()))?
+    }
+}
+
+/// Takes part in the election until `release`: waits for the Lease, takes it, and renews it,
+/// keeping `leadership` current ([`Leadership::lead_until`] the renew deadline after each
+/// successful renewal's start). Returns `Ok` after `release` (having released a Lease it held),
+/// and [`Error::LeadershipLost`] when it could not renew in time or another replica took it.
+pub(crate) async fn elect(
+    client: Client,
+    election: &LeaderElection,
+    leadership: Leadership,
+    release: CancellationToken,
 ) -> Result<()> {
     let timing = election.timing;
     let identity = election
@@ -94,8 +176,8 @@ pub async fn run_as_leader(
     };
 
     info!(lease = %elector.name, identity = %elector.identity, "waiting for leadership");
-    let acquired_at = loop {
-        if shutdown.is_cancelled() {
+    let mut renewed_at = loop {
+        if release.is_cancelled() {
             return Ok(());
         }
         let started = Instant::now();
@@ -105,71 +187,51 @@ pub async fn run_as_leader(
             Err(error) => warn!(%error, "could not take the Lease; retrying"),
         }
         tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
+            _ = release.cancelled() => return Ok(()),
             _ = tokio::time::sleep(timing.retry_period) => {}
         }
     };
-    info!(lease = %elector.name, "became leader, starting controllers");
+    leadership.lead_until(renewed_at.into_std() + timing.renew_deadline);
+    info!(lease = %elector.name, "became leader, starting to reconcile");
 
-    // Renewals run beside the work, so a slow API server never stalls the controllers.
-    let (leading, mut still_leading) = watch::channel(true);
-    let renewals = tokio::spawn(async move {
-        let mut renewed_at = acquired_at;
-        loop {
-            let deadline = renewed_at + timing.renew_deadline;
-            tokio::select! {
-                _ = leading.closed() => return elector,
-                _ = tokio::time::sleep_until(deadline) => {
-                    step_down(&elector, &leading, timing);
-                    return elector;
+    loop {
+        let deadline = renewed_at + timing.renew_deadline;
+        tokio::select! {
+            _ = release.cancelled() => {
+                leadership.lose();
+                if let Err(error) = elector.release().await {
+                    warn!(%error, "could not release the Lease; it expires on its own");
                 }
-                _ = tokio::time::sleep(timing.retry_period) => {}
+                return Ok(());
             }
-            let started = Instant::now();
-            match tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await {
-                Ok(Ok(true)) => renewed_at = started,
-                Ok(Ok(false)) => {
-                    warn!(lease = %elector.name, "another replica holds the Lease");
-                    let _ = leading.send(false);
-                    return elector;
-                }
-                Ok(Err(error)) => warn!(%error, "could not renew the Lease"),
-                Err(_) => {
-                    step_down(&elector, &leading, timing);
-                    return elector;
-                }
+            _ = tokio::time::sleep_until(deadline) => return step_down(&elector, &leadership),
+            _ = tokio::time::sleep(timing.retry_period) => {}
+        }
+        let started = Instant::now();
+        match tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await {
+            Ok(Ok(true)) => {
+                renewed_at = started;
+                leadership.lead_until(started.into_std() + timing.renew_deadline);
             }
+            Ok(Ok(false)) => {
+                warn!(lease = %elector.name, "another replica holds the Lease");
+                leadership.lose();
+                return Err(Error::LeadershipLost);
+            }
+            Ok(Err(error)) => warn!(%error, "could not renew the Lease"),
+            Err(_) => return step_down(&elector, &leadership),
         }
-    });
-
-    tokio::pin!(work);
-    let outcome = tokio::select! {
-        result = &mut work => result,
-        _ = still_leading.wait_for(|leading| !*leading) => {
-            // `work` is dropped here, before anything else: the controllers stop at once.
-            shutdown.cancel();
-            Err(Error::LeadershipLost)
-        }
-    };
-    drop(still_leading);
-    let elector = renewals
-        .await
-        .map_err(|e| Error::Timeout(format!("lease task: {e}")))?;
-    if outcome.is_ok()
-        && let Err(error) = elector.release().await
-    {
-        warn!(%error, "could not release the Lease; it expires on its own");
     }
-    outcome
 }
 
-fn step_down(elector: &Elector, leading: &watch::Sender<bool>, timing: Timing) {
+fn step_down(elector: &Elector, leadership: &Leadership) -> Result<()> {
     warn!(
         lease = %elector.name,
-        deadline = ?timing.renew_deadline,
+        deadline = ?elector.timing.renew_deadline,
         "no renewal within the renew deadline; stepping down"
     );
-    let _ = leading.send(false);
+    leadership.lose();
+    Err(Error::LeadershipLost)
 }
 
 struct Elector {

@@ -34,6 +34,7 @@ mod index;
 pub mod integration;
 mod kinds;
 mod leader;
+pub mod leadership;
 mod listen;
 pub mod manager;
 pub mod metrics;
@@ -56,6 +57,7 @@ pub use config::Config;
 pub use context::{Context, State};
 pub use error::{Error, Result, Retry};
 pub use identity::Identity;
+pub use leadership::Leadership;
 pub use manager::{Manager, Start};
 pub use reconciler::{Desired, Reconcile};
 

@@ -89,6 +89,10 @@ impl Manager {
     /// that run the controllers themselves (see [`Manager::run_controllers`]).
     pub fn context(&self, client: Client, config: &Config) -> Context {
         let mut ctx = self.context_watching(client, config.watch_namespace());
+        if config.leader_elect {
+            ctx.leadership = crate::Leadership::elected();
+            ctx.events = ctx.events.fenced(ctx.leadership.clone());
+        }
         ctx.concurrency = config.max_concurrent_reconciles;
         ctx.sync = CacheSync::new(config.cache_sync_timeout);
         ctx.timeouts = Timeouts {
@@ -158,7 +162,10 @@ impl Manager {
             &config.metrics_bind_address,
         )
         .await?;
-        let client = Client::try_default().await?;
+        let kube_config = kube::Config::infer()
+            .await
+            .map_err(|e| Error::Config(format!("no cluster to talk to: {e}")))?;
+        let client = Client::try_from(kube_config.clone())?;
         #[cfg(feature = "webhooks")]
         let webhook_server = self
             .webhooks
@@ -200,18 +207,31 @@ impl Manager {
         info!(namespace = ?config.watch_namespace(), "starting {manager}");
 
         let metrics = ctx.metrics.clone();
+        let leadership = ctx.leadership.clone();
+        // Every replica runs its controllers at once: caches filled, webhooks served; only the
+        // leader's reconciles go past `Leadership::leading`, and only while it leads do its
+        // writes leave (warm standbys, as controller-runtime's `EnableWarmup`).
         let controllers = self.run_controllers(ctx, shutdown.clone());
         let result = match election {
             Some(election) => {
                 // `leader_election_master_status`, as client-go reports it: 1 while leading.
                 let lease = election.lease_name.clone();
                 metrics.leading(&lease, false);
-                let leading = async {
-                    metrics.leading(&lease, true);
-                    controllers.await
+                let gauge = {
+                    let (leadership, metrics, lease) =
+                        (leadership.clone(), metrics.clone(), lease.clone());
+                    tokio::spawn(async move {
+                        leadership.leading().await;
+                        metrics.leading(&lease, true);
+                    })
                 };
+                let release = CancellationToken::new();
+                let elector =
+                    leader::on_own_thread(kube_config, election, leadership, release.clone());
                 let result =
-                    leader::run_as_leader(client, &election, shutdown.clone(), leading).await;
+                    leader::run_while_leading(elector, release, shutdown.clone(), controllers)
+                        .await;
+                gauge.abort();
                 metrics.leading(&lease, false);
                 result
             }

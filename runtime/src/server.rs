@@ -25,7 +25,7 @@ pub struct State {
 
 impl State {
     /// Not ready yet, certificates healthy until a TLS server says otherwise; ready once
-    /// [`State::set_ready`] was called and the controllers' caches in `sync` have filled.
+    /// [`State::set_ready`] was called; the caches in `sync` are a check of their own.
     pub fn new(metrics: Arc<Metrics>, sync: CacheSync) -> Self {
         Self {
             metrics,
@@ -40,18 +40,22 @@ impl State {
         self.certificates.clone()
     }
 
-    /// Marks the manager's servers up: it is ready once the caches of the controllers it runs
-    /// have filled (at once on a replica waiting for leadership, which runs none).
+    /// Marks the manager's servers (probes, metrics, webhooks) up: it is ready. Its caches
+    /// filling is `/readyz/caches`, not a condition of readiness: a pod whose webhooks serve
+    /// must stay in the Service while a new leader's caches fill, or every admission and
+    /// conversion of its kinds fails cluster-wide meanwhile.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
     }
 }
 
-/// `/healthz` and `/readyz`.
+/// `/healthz`, `/readyz` (the servers are up) and `/readyz/caches` (every controller's caches
+/// have filled), as Kubernetes names its components' individual checks.
 pub fn probes_router(state: State) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/readyz/caches", get(caches))
         .with_state(state)
 }
 
@@ -70,12 +74,16 @@ async fn healthz(extract::State(state): extract::State<State>) -> impl IntoRespo
 }
 
 async fn readyz(extract::State(state): extract::State<State>) -> impl IntoResponse {
-    if !state.ready.load(Ordering::Acquire) {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-    } else if !state.sync.is_synced() {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not filled yet")
-    } else {
-        (StatusCode::OK, "ok")
+    match state.ready.load(Ordering::Acquire) {
+        true => (StatusCode::OK, "ok"),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+    }
+}
+
+async fn caches(extract::State(state): extract::State<State>) -> impl IntoResponse {
+    match state.sync.is_synced() {
+        true => (StatusCode::OK, "ok"),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "caches not filled yet"),
     }
 }
 
@@ -211,17 +219,23 @@ mod tests {
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
         state.set_ready();
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
-        // A controller starts: not ready until its caches have filled.
+        // A controller starts: its caches are a check of their own, readiness stays.
         sync.starting(1);
-        let waiting = get(addr, "/readyz").await;
+        let waiting = get(addr, "/readyz/caches").await;
         assert!(waiting.starts_with("HTTP/1.1 503"), "{waiting}");
+        assert!(waiting.ends_with("caches not filled yet"), "{waiting}");
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
         let errors = crate::sync::WatchErrors::default();
         let filled = async { Ok(()) };
         (sync.clone())
             .wait("test", errors, filled, shutdown.clone())
             .await
             .expect("filled");
-        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+        assert!(
+            get(addr, "/readyz/caches")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
         let metrics = get(addr, "/metrics").await;
         assert!(
             metrics.contains("application/openmetrics-text"),

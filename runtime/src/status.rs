@@ -88,6 +88,7 @@ where
     });
     let path = K::url_path(&(), object.meta().namespace.as_deref());
     let manager = format!("{}-conditions", ctx.manager);
+    ctx.leadership.check()?;
     let params = PatchParams::apply(&manager).force();
     let request = kube::core::Request::new(path)
         .patch_subresource("status", &object.name_any(), &params, &Patch::Apply(&patch))
@@ -297,7 +298,9 @@ mod tests {
         );
         let complete = serde_json::json!([{ "type": "Complete", "status": "True" }]);
         assert_eq!(job(complete).unavailable(), None);
-        let failed = serde_json::json!([{ "type": "Failed", "status": "True", "message": "BackoffLimitExceeded" }]);
+        let failed = serde_json::json!([{
+            "type": "Failed", "status": "True", "message": "BackoffLimitExceeded",
+        }]);
         assert!(
             job(failed)
                 .unavailable()

@@ -1,4 +1,4 @@
-//! Whether the controllers' caches have filled. `/readyz` answers from it, and a controller
+//! Whether the controllers' caches have filled. `/readyz/caches` answers from it, and a controller
 //! whose caches do not fill within the cache sync timeout (controller-runtime's
 //! `CacheSyncTimeout`, 2 minutes) stops the manager with its watches' last error: a CRD that is
 //! not installed or a watch that RBAC forbids is then a restarting pod whose log says why,

@@ -20,6 +20,7 @@ use crate::{
     Context, Error, Result,
     caches::Cached,
     children::{Cache, is_controlled_by, not_a_child},
+    leadership::Leadership,
 };
 
 /// Creates each missing child and updates each one whose applied fields differ, refusing to
@@ -97,6 +98,7 @@ async fn apply_child<R: Reconcile>(
     let cache = &*cached.cache;
     let writer = Writer {
         client: &ctx.client,
+        leadership: &ctx.leadership,
         resource: &cached.resource,
         namespace: (cached.namespaced).then_some(namespace.as_str()),
         manager: &ctx.manager,
@@ -160,6 +162,8 @@ fn display(namespace: &str, name: &str) -> String {
 /// fields, not the whole object decoded.
 struct Writer<'a> {
     client: &'a Client,
+    /// Checked before each write.
+    leadership: &'a Leadership,
     resource: &'a ApiResource,
     /// `None` for a cluster-scoped kind.
     namespace: Option<&'a str>,
@@ -179,6 +183,7 @@ impl Writer<'_> {
     }
 
     async fn create(&self, child: &Value) -> Result<ObjectMeta> {
+        self.leadership.check()?;
         let params = PostParams {
             field_manager: Some(self.manager.to_owned()),
             ..PostParams::default()
@@ -189,6 +194,7 @@ impl Writer<'_> {
     }
 
     async fn apply(&self, name: &str, child: &Value) -> Result<ObjectMeta> {
+        self.leadership.check()?;
         let params = PatchParams::apply(self.manager).force();
         let request = (self.request().patch(name, &params, &Patch::Apply(child)))
             .map_err(kube::Error::BuildRequest)?;
@@ -196,6 +202,7 @@ impl Writer<'_> {
     }
 
     async fn merge(&self, name: &str, patch: &Value) -> Result<()> {
+        self.leadership.check()?;
         let params = PatchParams::default();
         let request = (self.request().patch(name, &params, &Patch::Merge(patch)))
             .map_err(kube::Error::BuildRequest)?;
@@ -330,6 +337,7 @@ async fn delete_child<R: Reconcile>(
         }),
         ..DeleteParams::background()
     };
+    ctx.leadership.check()?;
     match api.delete(name, &params).await {
         Ok(_) => {}
         // Gone, or (409) a new object of the name: not the one asked for.
@@ -479,33 +487,33 @@ pub(crate) fn is_applied<T: serde::Serialize>(desired: &T, actual: &T) -> Result
     ))
 }
 
-/// `actual` holds `desired`: objects key by key, lists item by item (each desired item matched
-/// by some actual item), scalars equal. A key `desired` gives an empty value (`{}`, `[]`, `""`,
-/// `0`, `false`, `null`) may be absent from `actual`: Kubernetes' Go types drop such values
-/// (`omitempty`), so the API server never returns them.
+/// `actual` holds exactly what `desired` sets: objects key by key (keys `desired` does not set
+/// are others' and never count), lists of scalars equal (`args` reordered or extended is
+/// drift), lists of objects each desired item in order among the actual ones (a list keyed by
+/// a field holds others' items too), scalars equal. A field `desired` sets is
+/// never matched by its absence, whatever its value (`allowPrivilegeEscalation: false`, a key
+/// of `""`): only an explicit `null` is. What the API server drops or rewrites on this
+/// manager's own apply (Go's `omitempty`, `0.5` to `500m`) is absorbed by remembering the
+/// version the server returned for that apply, not by leniency here, so someone else's removal
+/// of such a value is repaired.
 pub(crate) fn contains(actual: &Value, desired: &Value) -> bool {
     match (actual, desired) {
         (Value::Object(actual), Value::Object(desired)) => {
             desired.iter().all(|(key, value)| match actual.get(key) {
                 Some(actual) => contains(actual, value),
-                None => is_empty(value),
+                None => value.is_null(),
             })
         }
-        (Value::Array(actual), Value::Array(desired)) => desired
-            .iter()
-            .all(|item| actual.iter().any(|a| contains(a, item))),
+        (Value::Array(actual), Value::Array(desired))
+            if desired.iter().all(|item| !item.is_object()) =>
+        {
+            actual == desired
+        }
+        (Value::Array(actual), Value::Array(desired)) => {
+            // A list keyed by a field (containers, conditions) may hold others' items too.
+            let mut actual = actual.iter();
+            desired.iter().all(|item| actual.any(|a| contains(a, item)))
+        }
         (actual, desired) => actual == desired,
-    }
-}
-
-/// What `omitempty` drops.
-fn is_empty(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(items) => items.is_empty(),
-        Value::Object(fields) => fields.is_empty(),
     }
 }

@@ -19,15 +19,21 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::{Reconcile, Shared, publish, report};
-use crate::{Error, Result};
+use crate::{Error, Result, leadership::Leadership};
 
-/// Adds `finalizer` to the object's finalizers as read.
-pub(super) async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()>
+/// Adds `finalizer` to the object's finalizers as read, while this replica leads.
+pub(super) async fn add<K>(
+    api: &Api<K>,
+    object: &K,
+    finalizer: &str,
+    leadership: &Leadership,
+) -> Result<()>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let mut finalizers = object.finalizers().to_vec();
     finalizers.push(finalizer.to_owned());
+    leadership.check()?;
     set(api, object, finalizers).await
 }
 
@@ -62,6 +68,7 @@ pub(super) async fn finalize<R: Reconcile>(
         return Ok(());
     }
     let kept = object.finalizers().iter().filter(|f| !ours(f)).cloned();
+    ctx.leadership.check()?;
     set(api, object, kept.collect()).await?;
     if cleans_up {
         publish(

@@ -496,6 +496,8 @@ pub async fn reconcile<R: Reconcile>(
     shared: Arc<Shared<R>>,
 ) -> Result<Action> {
     let ctx = &shared.ctx;
+    // A standby replica keeps its caches warm; its reconciles start once it leads.
+    ctx.leadership.leading().await;
     let key = queue_key(object.namespace().as_deref(), &object.name_any());
     let timer = ctx.metrics.reconcile_started(R::NAME, &key);
     let limit = ctx.timeouts.reconcile;
@@ -538,7 +540,7 @@ async fn reconcile_once<R: Reconcile>(
     if let Some(finalizer) = R::FINALIZER
         && !object.finalizers().iter().any(|f| f == finalizer)
     {
-        finalizer::add(&api, object, finalizer).await?;
+        finalizer::add(&api, object, finalizer, &ctx.leadership).await?;
     }
 
     let uid = object

@@ -89,7 +89,7 @@ pub(super) async fn own_status<R: Reconcile>(
         "status": own,
     });
     let manager = format!("{}-status", shared.ctx.manager);
-    let written = patch_status(&shared.ctx.client, object, &manager, &patch).await?;
+    let written = patch_status(&shared.ctx, object, &manager, &patch).await?;
     let version = written.resource_version.unwrap_or_default();
     lock(&shared.own_written).insert(uid, (version, summary));
     Ok(())
@@ -182,7 +182,7 @@ pub(super) async fn ready<R: Reconcile>(
         "kind": R::Kind::kind(&()),
         "status": { "conditions": owned, "observedGeneration": generation },
     });
-    let written = patch_status(&ctx.client, object, &ctx.manager, &patch).await;
+    let written = patch_status(ctx, object, &ctx.manager, &patch).await;
     let was_ready = previous.is_none_or(|c| c.status == "True");
     if error.is_some() && was_ready {
         publish(ctx, object, EventType::Warning, &reason, message);
@@ -196,23 +196,25 @@ pub(super) async fn ready<R: Reconcile>(
         }
         Err(error) => {
             warn!(controller = R::NAME, %name, %error, "failed to write status");
-            Err(error.into())
+            Err(error)
         }
     }
 }
 
 /// Applies `patch` to the object's status as `manager`, reading of the answer only its
-/// metadata (the whole object decoded would be a cost at every status write).
+/// metadata (the whole object decoded would be a cost at every status write), while this
+/// replica leads.
 async fn patch_status<K: Resource<DynamicType = ()>>(
-    client: &kube::Client,
+    ctx: &crate::Context,
     object: &K,
     manager: &str,
     patch: &Value,
-) -> kube::Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    ctx.leadership.check()?;
     let path = K::url_path(&(), object.meta().namespace.as_deref());
     let params = PatchParams::apply(manager).force();
     let request = kube::core::Request::new(path)
         .patch_subresource("status", &object.name_any(), &params, &Patch::Apply(patch))
         .map_err(kube::Error::BuildRequest)?;
-    Ok(client.request::<Written>(request).await?.metadata)
+    Ok(ctx.client.request::<Written>(request).await?.metadata)
 }

@@ -37,9 +37,9 @@ use crate::{
 ///
 /// ```
 /// # use kopgen_runtime::reconciler::{Reconcile, Setup, Watch};
-/// # use kopgen_runtime::k8s_openapi::api::core::v1::Secret;
+/// # use kopgen_runtime::k8s_openapi::api::{apps::v1::Deployment, core::v1::Secret};
 /// # use kopgen_runtime::kube::{ResourceExt, runtime::reflector::ObjectRef};
-/// # fn example<R: Reconcile<Kind = kopgen_runtime::k8s_openapi::api::apps::v1::Deployment>>() -> Setup<R> {
+/// # fn example<R: Reconcile<Kind = Deployment>>() -> Setup<R> {
 /// Setup::default()
 ///     // A change of the Secret a Deployment names brings that Deployment back.
 ///     .watch(Watch::referenced(|object: &R::Kind| {

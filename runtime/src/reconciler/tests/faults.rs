@@ -93,21 +93,86 @@ async fn a_child_whose_label_was_removed_is_applied_back() {
     assert!(action.is_ok(), "{action:?}");
 }
 
-/// Kubernetes' Go types drop empty values (`omitempty`): a child asking for `data: {}` comes
-/// back without `data`, which is no drift.
+/// A value this manager applies and someone removed is drift, whatever the value: a removed
+/// `allowPrivilegeEscalation: false`, an emptied ConfigMap key, `args` reordered or extended.
+/// (What the API server itself drops from this manager's apply is remembered instead: below.)
 #[test]
-fn empty_values_the_api_server_drops_are_no_drift() {
+fn a_removed_or_reordered_value_is_drift_whatever_it_is() {
     let desired = json!({
-        "metadata": {"name": "a", "labels": {}},
-        "data": {},
-        "spec": {"ports": [], "paused": false, "note": ""},
+        "metadata": {"name": "a"},
+        "data": {"empty": ""},
+        "spec": {"args": ["--a", "--b"], "securityContext": {"allowPrivilegeEscalation": false}},
     });
-    let actual = json!({"metadata": {"name": "a"}, "spec": {}});
-    assert!(apply::contains(&actual, &desired));
-    let changed = json!({"metadata": {"name": "a"}, "spec": {"paused": true}});
+    assert!(apply::contains(&desired, &desired));
+    let mut theirs = desired.clone();
+    theirs["metadata"]["labels"] = json!({"added": "by someone"});
+    theirs["spec"]["other"] = json!(1);
     assert!(
-        !apply::contains(&changed, &desired),
-        "a value that is there must match"
+        apply::contains(&theirs, &desired),
+        "others' fields are theirs"
+    );
+    let with = |data: Value, args: Value, context: Value| {
+        json!({
+            "metadata": {"name": "a"},
+            "data": data,
+            "spec": {"args": args, "securityContext": context},
+        })
+    };
+    let unprivileged = json!({"allowPrivilegeEscalation": false});
+    let drifted = [
+        with(json!({}), json!(["--a", "--b"]), unprivileged.clone()),
+        with(json!({"empty": ""}), json!(["--a", "--b"]), json!({})),
+        with(
+            json!({"empty": ""}),
+            json!(["--b", "--a"]),
+            unprivileged.clone(),
+        ),
+        with(
+            json!({"empty": ""}),
+            json!(["--a", "--b", "--c"]),
+            unprivileged,
+        ),
+    ];
+    for actual in drifted {
+        assert!(!apply::contains(&actual, &desired), "{actual}");
+    }
+}
+
+/// The API server drops an empty map this manager applies (Go's `omitempty`): the child it
+/// answers with is as desired from then on, by its version, with no further write.
+#[tokio::test]
+async fn what_the_api_server_drops_from_an_apply_is_no_drift() {
+    let object = converged::<ThingReconciler>(&thing("a"));
+    let children = applied_children(&object).await;
+    let mut desired = serde_json::to_value(&children[0]).expect("json");
+    desired["metadata"]["labels"]["empty"] = json!(null);
+    let mut dropped = cached(&children[0], "child-uid", "5");
+    if let Some(data) = dropped["data"].as_object_mut() {
+        data.clear();
+    }
+    dropped.as_object_mut().map(|o| o.remove("data"));
+    let (shared, mut server) = mock_shared(ThingReconciler, vec![dropped.clone()]);
+    let path = "/api/v1/namespaces/testns/configmaps/t";
+    let events = events_path(&object);
+    let scenario = async move {
+        // `data` is missing: applied; the answer (the same version) is remembered.
+        server
+            .expect(Method::PATCH, path, StatusCode::OK, dropped)
+            .await;
+        server
+    };
+    let (action, requests) = converse(scenario, async {
+        let first = reconcile(Arc::new(object.clone()), shared.clone()).await;
+        let second = reconcile(Arc::new(object.clone()), shared.clone()).await;
+        drop(shared);
+        first.and(second)
+    })
+    .await;
+    assert!(action.is_ok(), "{action:?}");
+    assert_eq!(requests.len(), 1, "one apply, then nothing: {requests:?}");
+    assert!(
+        requests.iter().all(|r| r.path != events),
+        "no event for a no-op"
     );
 }
 
@@ -417,4 +482,97 @@ async fn a_reconcile_that_takes_too_long_fails_as_a_timeout() {
     assert!(matches!(error, Error::Timeout(_)), "{error}");
     assert!(error.to_string().contains("--reconcile-timeout"), "{error}");
     assert_eq!(error.retry(), crate::Retry::Backoff);
+}
+
+/// A Thing whose `desired` blocks its thread (a blocking SDK call) for `BLOCK`.
+#[derive(Default)]
+struct Blocking;
+
+const BLOCK: std::time::Duration = std::time::Duration::from_millis(300);
+
+impl Reconcile for Blocking {
+    type Kind = Thing;
+    type Children = (ConfigMap,);
+    const NAME: &'static str = "test-blocking";
+
+    async fn desired(
+        &self,
+        thing: &Thing,
+        ctx: &Context,
+        o: &Observed<'_>,
+    ) -> Result<Desired<Self>> {
+        std::thread::sleep(BLOCK);
+        ThingReconciler.desired(thing, ctx, o).await.map(|d| {
+            let mut desired = Desired::new();
+            desired.children = d.children;
+            desired
+        })
+    }
+}
+
+/// The review's scenario: leadership lapses while the project's code blocks the thread (no
+/// task, the elector's included, runs meanwhile); when the code returns, nothing is written,
+/// not the child, not the status, not an event.
+#[tokio::test]
+async fn a_reconcile_that_blocks_past_its_leadership_writes_nothing() {
+    let (mut ctx, server) = crate::testing::mock_context_owned();
+    ctx.leadership = crate::Leadership::elected();
+    ctx.events = ctx.events.clone().fenced(ctx.leadership.clone());
+    ctx.leadership
+        .lead_until(std::time::Instant::now() + BLOCK / 3);
+    let shared = Arc::new(Shared::filled(
+        Blocking,
+        Arc::new(ctx),
+        Vec::new(),
+        Vec::new(),
+    ));
+    let (outcome, requests) = converse(async move { server }, async move {
+        let outcome = reconcile(Arc::new(thing("a")), shared.clone()).await;
+        drop(shared);
+        outcome
+    })
+    .await;
+    assert!(matches!(outcome, Err(Error::LeadershipLost)), "{outcome:?}");
+    assert!(
+        requests.is_empty(),
+        "written after the lease lapsed: {requests:?}"
+    );
+}
+
+/// A standby keeps its caches and waits: its reconciles start once it leads.
+#[tokio::test]
+async fn a_standby_reconciles_only_once_it_leads() {
+    let (mut ctx, mut server) = crate::testing::mock_context_owned();
+    ctx.leadership = crate::Leadership::elected();
+    let leadership = ctx.leadership.clone();
+    let object = converged::<ThingReconciler>(&thing("a"));
+    let shared = Arc::new(Shared::filled(
+        ThingReconciler,
+        Arc::new(ctx),
+        Vec::new(),
+        Vec::new(),
+    ));
+    let collection = "/api/v1/namespaces/testns/configmaps";
+    let events = events_path(&object);
+    let created = json!({"metadata": {
+        "name": "t", "namespace": "testns", "uid": "c", "resourceVersion": "2",
+    }});
+    let scenario = async move {
+        server
+            .expect(Method::POST, collection, StatusCode::CREATED, created)
+            .await;
+        server.expect_event(&events, "Created").await;
+        server
+    };
+    let under_test = async move {
+        let waiting = tokio::spawn(reconcile(Arc::new(object), shared.clone()));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "a standby does not reconcile");
+        leadership.lead_until(std::time::Instant::now() + std::time::Duration::from_secs(30));
+        let outcome = waiting.await.expect("joins");
+        drop(shared);
+        outcome
+    };
+    let (outcome, _) = converse(scenario, under_test).await;
+    outcome.expect("reconciled once leading");
 }
