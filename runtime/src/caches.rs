@@ -179,6 +179,55 @@ pub(crate) trait Cache: Send + Sync {
     fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>>;
 }
 
+/// Owners to look at again, each once however many of its children changed meanwhile: what it
+/// holds is bounded by the number of owners, where a channel would hold an entry per child
+/// event (every child of the initial list) while the controller is busy.
+#[derive(Clone, Default)]
+pub(crate) struct Pending(Arc<PendingOwners>);
+
+#[derive(Default)]
+struct PendingOwners {
+    /// The owners' UIDs, and the owners in the order they came.
+    queue: Mutex<(
+        std::collections::HashSet<String>,
+        std::collections::VecDeque<Owner>,
+    )>,
+    ready: tokio::sync::Notify,
+}
+
+impl Pending {
+    /// `owner` is to be looked at again (once, if it already is).
+    pub(crate) fn push(&self, owner: Owner) {
+        let mut queue = lock(&self.0.queue);
+        if queue.0.insert(owner.reference.uid.clone()) {
+            queue.1.push_back(owner);
+            drop(queue);
+            self.0.ready.notify_one();
+        }
+    }
+
+    /// The owners, as they come.
+    pub(crate) fn stream(self) -> BoxStream<'static, Owner> {
+        futures::stream::unfold(self, |pending| async move {
+            loop {
+                let next = {
+                    let mut queue = lock(&pending.0.queue);
+                    let next = queue.1.pop_front();
+                    if let Some(owner) = &next {
+                        queue.0.remove(&owner.reference.uid);
+                    }
+                    next
+                };
+                if let Some(owner) = next {
+                    return Some((owner, pending));
+                }
+                pending.0.ready.notified().await;
+            }
+        })
+        .boxed()
+    }
+}
+
 /// Owners waiting for a name another object holds, by that name's key.
 type Waiting = Arc<Mutex<HashMap<(String, String), Vec<Owner>>>>;
 
@@ -326,8 +375,8 @@ pub(crate) fn watched<C: Child>(
         }
     };
     let on_child_error = failed.clone();
-    let (found, owners) = futures::channel::mpsc::unbounded();
-    let freed = found.clone();
+    let owners = Pending::default();
+    let (found, freed) = (owners.clone(), owners.clone());
     let (filled, filled_rx) = tokio::sync::watch::channel(0);
     let names_filled = filled.clone();
     let index = Owners::default();
@@ -348,7 +397,7 @@ pub(crate) fn watched<C: Child>(
         match child {
             Ok(child) => {
                 if let Some(owner) = owner(&child) {
-                    let _ = found.unbounded_send(owner);
+                    found.push(owner);
                 }
             }
             Err(error) => on_child_error(&error),
@@ -380,7 +429,7 @@ pub(crate) fn watched<C: Child>(
                 Ok(object) => {
                     let key = (object.namespace().unwrap_or_default(), object.name_any());
                     for owner in release(&released, &key.0, &key.1).into_iter().flatten() {
-                        let _ = freed.unbounded_send(owner);
+                        freed.push(owner);
                     }
                 }
                 Err(error) => failed(&error),
@@ -403,7 +452,7 @@ pub(crate) fn watched<C: Child>(
                 }),
             }],
         },
-        owners: owners.boxed(),
+        owners: owners.stream(),
         tasks: vec![tokio::spawn(children_task), tokio::spawn(names_task)],
     }
 }
@@ -582,5 +631,31 @@ mod tests {
         assert!(text.len() < 300, "{text}");
         assert_eq!(kept["metadata"]["uid"], "u");
         assert!(kept["metadata"]["ownerReferences"].is_array());
+    }
+
+    /// However often an owner's children change while the controller is busy, it is queued
+    /// once; and it is queued again once taken.
+    #[tokio::test]
+    async fn an_owner_is_pending_once_however_often_its_children_change() {
+        use futures::StreamExt;
+        let owner = |uid: &str| Owner {
+            reference: OwnerReference {
+                uid: uid.into(),
+                ..OwnerReference::default()
+            },
+            namespace: None,
+        };
+        let pending = Pending::default();
+        for _ in 0..1000 {
+            pending.push(owner("a"));
+        }
+        pending.push(owner("b"));
+        assert_eq!(lock(&pending.0.queue).1.len(), 2);
+        let mut stream = pending.clone().stream();
+        let first = stream.next().await.map(|o| o.reference.uid);
+        assert_eq!(first.as_deref(), Some("a"));
+        pending.push(owner("a"));
+        let next: Vec<_> = stream.take(2).map(|o| o.reference.uid).collect().await;
+        assert_eq!(next, ["b", "a"]);
     }
 }

@@ -6,8 +6,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// A request to the API server failed.
-
-    #[error("Kubernetes API error: {0}")]
+    #[error("Kubernetes API error: {}", api_message(.0))]
     Kube(#[from] kube::Error),
 
     /// An object could not be turned into JSON or back.
@@ -22,6 +21,19 @@ pub enum Error {
     /// object changes. Return it from your code for input you reject.
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+
+    /// The API server refused to write a child (400 or 422: a policy webhook, a child CRD that
+    /// lags the operator, an immutable field): its cause is outside the owner, so it is retried
+    /// with backoff rather than when the owner changes.
+    #[error("{kind} {name} was refused: {source}")]
+    ChildRefused {
+        /// The child's kind.
+        kind: String,
+        /// `namespace/name` (or `name`) of the child.
+        name: String,
+        /// What the API server said.
+        source: Box<Error>,
+    },
 
     /// An object of a child's name exists and this owner does not control it: it is never
     /// taken over. Delete or rename it, or rename the owner.
@@ -93,6 +105,22 @@ pub enum Error {
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// What people read of a failed request (in a `Ready` message, a Warning event): the API
+/// server's own message with its code and reason, as `kubectl` prints it, not kube's `Debug`
+/// dump of the whole `Status`.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let reason = status.reason.as_str();
+            match reason {
+                "" => format!("{} (code {})", status.message, status.code),
+                reason => format!("{} ({reason}, code {})", status.message, status.code),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A result whose error is the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -126,6 +154,7 @@ impl Error {
             | Error::Config(_) => Retry::OnChange,
             Error::NotOwned { .. } => Retry::After(SLOW_RETRY),
             Error::Cleanup(error) => error.retry(),
+            Error::ChildRefused { .. } => Retry::Backoff,
             _ => Retry::Backoff,
         }
     }
@@ -139,6 +168,7 @@ impl Error {
             Error::Kube(_) => "ApiError",
             Error::InvalidSpec(_) => "InvalidSpec",
             Error::NotOwned { .. } => "ChildNotOwned",
+            Error::ChildRefused { .. } => "ChildRefused",
             Error::Panicked(_) => "ReconcilePanic",
             Error::Cleanup(_) => "CleanupFailed",
             Error::Conflict(_) => "Conflict",
@@ -155,6 +185,7 @@ impl Error {
             Error::MissingObjectKey(_) => "missing_object_key",
             Error::InvalidSpec(_) => "invalid_spec",
             Error::NotOwned { .. } => "not_owned",
+            Error::ChildRefused { .. } => "child_refused",
             Error::CacheClosed(_) => "cache_closed",
             Error::Timeout(_) => "timeout",
             Error::LeadershipLost => "leadership_lost",

@@ -25,6 +25,14 @@ use tracing::warn;
 
 use crate::{leadership::Leadership, recent::Recent};
 
+/// How many events may be on their way at once: past it an event is dropped, with a warning,
+/// rather than queued without bound while the API server is slow (events are best-effort, as
+/// client-go's broadcaster drops them when its queue is full).
+const IN_FLIGHT: usize = 64;
+
+/// How long an event's request may take.
+const EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The longest note the API server accepts (`events.k8s.io/v1` validation): 1 kB.
 pub const NOTE_LIMIT: usize = 1024;
 
@@ -57,6 +65,8 @@ pub struct Events {
     published: Arc<Mutex<Recent<Published>>>,
     /// Events leave only a replica that leads.
     leadership: Leadership,
+    /// Bounds the events on their way (see [`IN_FLIGHT`]).
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Clone)]
@@ -76,6 +86,7 @@ impl Events {
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| manager.to_owned()),
             published: Arc::default(),
             leadership,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
         }
     }
 
@@ -97,6 +108,10 @@ impl Events {
         if !self.leadership.is_leading() {
             return;
         }
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            warn!(reason, "too many events on their way; this one is dropped");
+            return;
+        };
         let note = bounded(note);
         let regarding = object.object_ref(&());
         let type_ = match type_ {
@@ -120,6 +135,7 @@ impl Events {
         let event = self.event(regarding, type_, reason, note);
         let (client, published) = (self.client.clone(), self.published.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             let api: Api<Event> = Api::namespaced(client, &namespace);
             let now = MicroTime(Timestamp::now());
             let result = match previous {
@@ -127,19 +143,30 @@ impl Events {
                     let series =
                         json!({ "series": { "count": count + 1, "lastObservedTime": now } });
                     let params = PatchParams::default();
-                    let written = api.patch(&name, &params, &Patch::Merge(series)).await;
+                    let patch = Patch::Merge(series);
+                    let written = api.patch(&name, &params, &patch);
+                    let written = match tokio::time::timeout(EVENT_TIMEOUT, written).await {
+                        Ok(written) => written,
+                        Err(_) => Err(timed_out()),
+                    };
                     written.map(|_| Published {
                         name,
                         count: count + 1,
                     })
                 }
-                None => api
-                    .create(&PostParams::default(), &event)
-                    .await
-                    .map(|_| Published {
-                        name: event.metadata.name.unwrap_or_default(),
-                        count: 1,
-                    }),
+                None => match tokio::time::timeout(
+                    EVENT_TIMEOUT,
+                    api.create(&PostParams::default(), &event),
+                )
+                .await
+                {
+                    Ok(created) => created,
+                    Err(_) => Err(timed_out()),
+                }
+                .map(|_| Published {
+                    name: event.metadata.name.unwrap_or_default(),
+                    count: 1,
+                }),
             };
             match result {
                 Ok(now_published) => {
@@ -175,6 +202,12 @@ impl Events {
             ..Event::default()
         }
     }
+}
+
+/// The error of an event request that took longer than [`EVENT_TIMEOUT`].
+fn timed_out() -> kube::Error {
+    let status = kube::core::Status::failure("the event was not written in time", "Timeout");
+    kube::Error::Api(status.with_code(504).boxed())
 }
 
 #[cfg(test)]
@@ -249,5 +282,37 @@ mod tests {
             .expect(Method::POST, &path, StatusCode::CREATED, json!({}))
             .await;
         assert_eq!(other.body["type"], "Warning");
+    }
+
+    /// While the API server does not answer, at most [`IN_FLIGHT`] events wait; the others are
+    /// dropped. A replica that does not lead sends none.
+    #[tokio::test]
+    async fn events_on_their_way_are_bounded_and_only_a_leader_sends_them() {
+        let (service, mut handle) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        let client = Client::new(service, "testns");
+        let object = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("testns".into()),
+                uid: Some("u-1".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        let follower = Events::new(client.clone(), "m", Leadership::elected());
+        follower.publish(&object, EventType::Normal, "Created", "no".into());
+        let events = Events::new(client, "m", Leadership::default());
+        for i in 0..IN_FLIGHT + 10 {
+            events.publish(&object, EventType::Normal, "Created", format!("child {i}"));
+        }
+        let mut unanswered = Vec::new();
+        let wait = std::time::Duration::from_millis(300);
+        while let Ok(Some(request)) = tokio::time::timeout(wait, handle.next_request()).await {
+            unanswered.push(request);
+        }
+        assert_eq!(unanswered.len(), IN_FLIGHT);
     }
 }

@@ -162,9 +162,13 @@ impl Manager {
             &config.metrics_bind_address,
         )
         .await?;
-        let kube_config = kube::Config::infer()
+        let mut kube_config = kube::Config::infer()
             .await
             .map_err(|e| Error::Config(format!("no cluster to talk to: {e}")))?;
+        // An API server that stops answering fails a request instead of holding it: longer than
+        // a watch's own 290 s (the watcher's requests end there), counted from each request.
+        kube_config.read_timeout = Some(std::time::Duration::from_secs(295));
+        kube_config.reset_reader_on_write = true;
         let client = Client::try_from(kube_config.clone())?;
         #[cfg(feature = "webhooks")]
         let webhook_server = self

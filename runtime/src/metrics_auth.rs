@@ -31,7 +31,7 @@ use tracing::warn;
 /// the API server did not accept (its failure TTL).
 const ALLOWED_FOR: Duration = Duration::from_secs(60);
 const REJECTED_FOR: Duration = Duration::from_secs(10);
-/// How many answers are kept at most; past it the cache starts afresh.
+/// How many answers are kept at most.
 const CACHED: usize = 1024;
 
 /// Answers by a hash of the token and path, with when each expires.
@@ -74,8 +74,8 @@ impl Checker {
             Access::Allowed | Access::Forbidden => ALLOWED_FOR,
         };
         let mut answers = self.lock();
-        if answers.len() >= CACHED {
-            answers.clear();
+        if answers.len() >= CACHED && !make_room(&mut answers, &access, now) {
+            return Ok(access);
         }
         answers.insert(key, (access.clone(), now + ttl));
         Ok(access)
@@ -84,6 +84,31 @@ impl Checker {
     fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {
         self.answers.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Makes room in a full cache for an answer of `access`: expired answers go first, then the
+/// rejected ones (a flood of made-up tokens must not push out the scrapers that were let in),
+/// then, for an accepted answer, the one that expires soonest. `false` when a rejected answer
+/// finds only accepted ones: it is not kept.
+fn make_room(answers: &mut Answers, access: &Access, now: Instant) -> bool {
+    answers.retain(|_, (_, until)| *until > now);
+    if answers.len() < CACHED {
+        return true;
+    }
+    answers.retain(|_, (kept, _)| *kept != Access::Unauthenticated);
+    if answers.len() < CACHED {
+        return true;
+    }
+    if *access == Access::Unauthenticated {
+        return false;
+    }
+    let soonest = (answers.iter())
+        .min_by_key(|(_, (_, until))| *until)
+        .map(|(key, _)| key.clone());
+    if let Some(key) = soonest {
+        answers.remove(&key);
+    }
+    true
 }
 
 /// What the API server says about a request's token.
@@ -266,5 +291,43 @@ mod tests {
         );
         let (access, _) = access_with(true, Some(true)).await;
         assert_eq!(access, Access::Allowed);
+    }
+
+    #[test]
+    fn made_up_tokens_never_push_out_the_scrapers_let_in() {
+        let now = Instant::now();
+        let mut answers = Answers::new();
+        for i in 0..CACHED {
+            let access = if i < 10 {
+                Access::Allowed
+            } else {
+                Access::Unauthenticated
+            };
+            answers.insert(vec![i as u8, (i >> 8) as u8], (access, now + ALLOWED_FOR));
+        }
+        // A rejected token makes room among the rejected ones only.
+        assert!(make_room(&mut answers, &Access::Unauthenticated, now));
+        assert_eq!(answers.len(), 10, "the rejected answers went");
+        let allowed = |answers: &Answers| {
+            (answers.values())
+                .filter(|(a, _)| *a == Access::Allowed)
+                .count()
+        };
+        assert_eq!(allowed(&answers), 10);
+        // Full of accepted answers: a rejected one is not kept, an accepted one replaces the
+        // one expiring soonest.
+        let mut full = Answers::new();
+        for i in 0..CACHED {
+            let until = now + ALLOWED_FOR + Duration::from_millis(i as u64);
+            full.insert(vec![i as u8, (i >> 8) as u8], (Access::Allowed, until));
+        }
+        assert!(!make_room(&mut full, &Access::Unauthenticated, now));
+        assert_eq!(full.len(), CACHED);
+        assert!(make_room(&mut full, &Access::Allowed, now));
+        assert_eq!(full.len(), CACHED - 1);
+        assert!(
+            !full.contains_key(&vec![0u8, 0u8]),
+            "the soonest to expire went"
+        );
     }
 }

@@ -95,6 +95,7 @@ pub struct Metrics {
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
     leader: Family<LeaderLabels, Gauge>,
+    webhook_panics: Counter,
     queues: Arc<Queues>,
 }
 
@@ -128,6 +129,7 @@ impl Metrics {
         let max_concurrent = Family::<ControllerLabels, Gauge>::default();
         let active_workers = Family::<ControllerLabels, Gauge>::default();
         let leader = Family::<LeaderLabels, Gauge>::default();
+        let webhook_panics = Counter::default();
         let queues = Arc::new(Queues::default());
         let c = &mut registry;
         c.register(
@@ -166,6 +168,11 @@ impl Metrics {
             active_workers.clone(),
         );
         c.register("leader_election_master_status", LEADER_HELP, leader.clone());
+        c.register(
+            "controller_runtime_webhook_panics",
+            "Total number of webhook panics",
+            webhook_panics.clone(),
+        );
         queue::register(c, &queues);
         c.register_collector(Box::new(process::Process));
         registry.sub_registry_with_prefix(prefix).register(
@@ -184,8 +191,14 @@ impl Metrics {
             max_concurrent,
             active_workers,
             leader,
+            webhook_panics,
             queues,
         }
+    }
+
+    /// A webhook handler panicked (the API server was answered 500).
+    pub(crate) fn webhook_panicked(&self) {
+        self.webhook_panics.inc();
     }
 
     /// Records a controller's worker limit, and serves its series from zero, as

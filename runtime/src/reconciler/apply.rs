@@ -45,9 +45,15 @@ pub(super) async fn write<R: Reconcile>(
             }
         }
     }
-    // Names of children that failed are still wanted: never pruned.
+    // Names of children that failed are still wanted: never pruned. A child that failed
+    // before it had a name or a namespace cannot be told from the copy that exists: nothing
+    // is pruned then.
+    let mut unplaced = false;
     for child in &desired.children {
+        let cached = shared.caches.of(child);
         let metadata = &child["metadata"];
+        unplaced |= !metadata["name"].is_string()
+            || (cached.is_none_or(|c| c.namespaced) && !metadata["namespace"].is_string());
         let key = (
             child["kind"].as_str().unwrap_or_default().to_owned(),
             metadata["namespace"]
@@ -60,7 +66,7 @@ pub(super) async fn write<R: Reconcile>(
             wanted.push(key);
         }
     }
-    if let Err(error) = prune(object, desired, &owner.uid, &wanted, shared).await {
+    if !unplaced && let Err(error) = prune(object, desired, &owner.uid, &wanted, shared).await {
         first_error.get_or_insert(error);
     }
     if let Err(error) = delete_asked(object, desired, &owner.uid, shared).await {
@@ -122,14 +128,33 @@ async fn apply_child<R: Reconcile>(
             None => None,
         },
     };
+    let refused = |error: Error| match error {
+        Error::Kube(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => {
+            Error::ChildRefused {
+                kind: kind.clone(),
+                name: display(&namespace, &name),
+                source: Box::new(Error::Kube(kube::Error::Api(status))),
+            }
+        }
+        error => error,
+    };
     let (reason, written) = match &actual {
         // A create, not an apply: the API server refuses it (409) if an object of this name
-        // exists that the caches have not shown yet, so none is ever taken over.
-        None => ("Created", writer.create(&child).await?),
+        // exists that the caches have not shown yet, so none is ever taken over. Such an
+        // object is this owner's child that the previous reconcile created and the cache does
+        // not show yet, or someone else's: either way the watches bring the owner back once
+        // the cache shows it, and that reconcile decides.
+        None => match writer.create(&child).await {
+            Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => {
+                cache.wait_for(&namespace, &name, owner, object.namespace());
+                return Ok(key);
+            }
+            created => ("Created", created.map_err(refused)?),
+        },
         Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned(cache)),
         Some(actual) if up_to_date(actual, &child, &hash, shared) => return Ok(key),
         Some(actual) => {
-            let mut applied = writer.apply(&name, &child).await?;
+            let mut applied = writer.apply(&name, &child).await.map_err(refused)?;
             if let Some(handover) = hand_over_created_fields(&applied, &ctx.manager) {
                 writer.merge(&name, &handover).await?;
                 applied = writer.apply(&name, &child).await?;

@@ -198,7 +198,18 @@ pub trait Reconcile: Send + Sync + 'static {
 
     /// Releases what `object` holds outside the cluster (DNS records, buckets, accounts).
     /// Runs before deletion completes, only when [`Reconcile::FINALIZER`] is set; must be safe
-    /// to run again (after a failure, or if the operator stops halfway).
+    /// to run again (after a failure, or if the operator stops halfway). A blocking client
+    /// (a cloud SDK without async) goes on a thread of its own, so that probes, webhooks and
+    /// other reconciles go on meanwhile; check `ctx.leadership` before a write outside the
+    /// cluster that must not leave a replica that lost the Lease meanwhile:
+    ///
+    /// ```ignore
+    /// let bucket = object.spec.bucket.clone();
+    /// tokio::task::spawn_blocking(move || storage::delete_bucket(&bucket))
+    ///     .await
+    ///     .map_err(|e| Error::Other(e.into()))?
+    ///     .map_err(|e| Error::Other(e.into()))?;
+    /// ```
     fn cleanup(
         &self,
         object: &Self::Kind,

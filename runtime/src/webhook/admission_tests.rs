@@ -302,3 +302,46 @@ async fn a_body_that_is_no_review_is_refused_not_a_panic() {
 fn patch_of(response: &Value) -> Vec<u8> {
     serde_json::from_value(response["patch"].clone()).expect("a patch")
 }
+
+/// A defaulter whose code panics (a bug of the project's own).
+impl Defaulter for k8s_openapi::api::core::v1::Secret {
+    async fn set_defaults(&mut self, _: &Review<'_>) -> Result<(), Denied> {
+        panic!("the project's defaulting panicked");
+    }
+}
+
+/// A panic in a webhook answers the API server 500 with the panic's message, is counted in
+/// controller-runtime's `controller_runtime_webhook_panics_total`, and the server goes on.
+#[tokio::test]
+async fn a_webhook_that_panics_answers_500_and_is_counted() {
+    use tower::ServiceExt;
+    let webhooks = super::Webhooks {
+        routes: vec![|| super::admission::defaulting::<k8s_openapi::api::core::v1::Secret>("/m")],
+        ..super::Webhooks::default()
+    };
+    let context = Arc::new(context());
+    let router = webhooks.router(context.clone());
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    for _ in 0..2 {
+        let request = http::Request::post("/m")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(review(
+                "CREATE",
+                secret.clone(),
+                Value::Null,
+            )))
+            .expect("a request");
+        let response = router.clone().oneshot(request).await.expect("answered");
+        assert_eq!(response.status(), http::StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("a body");
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("the project's defaulting panicked"), "{body}");
+    }
+    let metrics = context.metrics.encode().expect("encodes");
+    assert!(
+        metrics.contains("controller_runtime_webhook_panics_total 2"),
+        "{metrics}"
+    );
+}

@@ -225,10 +225,12 @@ fn restore_metadata(converted: &mut Value, original: Option<Value>) {
     }
 }
 
-/// The largest ConversionReview body taken. controller-runtime sets none: the API server sends
-/// a whole list to convert at once (a few thousand objects of a large kind run to hundreds of
-/// MB), and only it can reach the webhook. Bounded all the same, far above what it sends.
-pub const CONVERSION_BODY_LIMIT: usize = 1024 * 1024 * 1024;
+/// The largest ConversionReview body taken: 64 MiB. controller-runtime sets none; the API
+/// server's storage converts objects as it decodes them, each at most etcd's 1.5 MiB, and a
+/// review of a list it converts whole is still far below this. Anything that reaches the port
+/// can send a body, so with up to `MAX_CONNECTIONS` at once each must be bounded (and read
+/// within `REQUEST_TIMEOUT`).
+pub const CONVERSION_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Serves `/convert`, the path of every CRD's conversion webhook, for the kinds of `conversions`.
 pub fn converting(conversions: Vec<Box<dyn Convert>>) -> Routes {

@@ -85,7 +85,9 @@ impl Webhooks {
                 .collect();
             router = router.merge(converting(conversions));
         }
-        router.with_state(context)
+        router
+            .layer(axum::middleware::from_fn_with_state(context.clone(), guard))
+            .with_state(context)
     }
 
     /// The webhook server's listener and TLS, unless there is nothing to serve or
@@ -163,5 +165,40 @@ impl Webhooks {
                 .collect(),
             check_every: std::time::Duration::from_secs(config.webhook_cert_check_seconds),
         })
+    }
+}
+
+/// How long a webhook request may take, its body read included: the API server gives up on a
+/// webhook after at most 30 s (`timeoutSeconds`), so nothing past that is of use to it.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Every webhook request, bounded in time and kept from taking the server down: a handler that
+/// panics (the project's defaulting, validation or conversion) answers 500 with a message and
+/// is counted in `controller_runtime_webhook_panics_total`, as controller-runtime recovers
+/// webhook panics; one that (with its body) takes longer than [`REQUEST_TIMEOUT`] answers 504.
+async fn guard(
+    axum::extract::State(context): axum::extract::State<Arc<Context>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use futures::FutureExt;
+    let path = request.uri().path().to_owned();
+    let handled = std::panic::AssertUnwindSafe(next.run(request)).catch_unwind();
+    match tokio::time::timeout(REQUEST_TIMEOUT, handled).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(panic)) => {
+            context.metrics.webhook_panicked();
+            let message = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            tracing::error!(%path, %message, "a webhook panicked");
+            let answer = format!("the webhook at {path} panicked: {message}");
+            (StatusCode::INTERNAL_SERVER_ERROR, answer).into_response()
+        }
+        Err(_) => {
+            let answer = format!("the webhook at {path} took longer than {REQUEST_TIMEOUT:?}");
+            (StatusCode::GATEWAY_TIMEOUT, answer).into_response()
+        }
     }
 }
