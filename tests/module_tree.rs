@@ -254,3 +254,57 @@ fn the_same_files_give_the_same_crds_however_they_are_named() {
         assert_eq!(print(paths), whole, "{paths:?}");
     }
 }
+
+/// Glob imports that do not hold a name cost work linear in the uses followed, however many:
+/// three made use-resolution exponential (it never finished), and globs that re-export each
+/// other are followed once per name.
+#[test]
+fn many_glob_imports_resolve_in_linear_work() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n",
+    );
+    let groups = [
+        "core::v1",
+        "apps::v1",
+        "batch::v1",
+        "networking::v1",
+        "rbac::v1",
+        "policy::v1",
+        "storage::v1",
+        "autoscaling::v2",
+        "coordination::v1",
+        "discovery::v1",
+    ];
+    let globs: String = (groups.iter())
+        .map(|group| format!("use k8s_openapi::api::{group}::*;\n"))
+        .collect();
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}{globs}pub mod a {{ pub use super::b::*; }}\npub mod b {{ pub use super::a::*; }}\nuse a::*;\n\
+             #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"a.example.com\", version = \"v1\", kind = \"App\", namespaced)]\n\
+             pub struct AppSpec {{ pub target: Option<LocalObjectReference>, pub port: Option<ServicePort> }}\n"
+        ),
+    );
+    let (done, finished) = std::sync::mpsc::channel();
+    let run = std::thread::spawn(move || {
+        let run = session.kopgen(&STATIC);
+        let _ = done.send(());
+        run
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("kopgen manifests finishes (it hung on three globs)");
+    let run = run.join().expect("joins");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("kind: App"), "{}", run.stdout);
+    // The glob-imported types were found, not left as unknown paths.
+    assert!(
+        run.stdout.contains("targetPort"),
+        "ServicePort's schema:\n{}",
+        run.stdout
+    );
+}

@@ -98,7 +98,7 @@ impl Index {
     /// Resolves `segments` as written in `module`: a path to an item, or `Type::name`, an
     /// associated function or constant of an inherent `impl` of the crate's `Type`.
     pub fn resolve(&self, module: &str, segments: &[String]) -> Option<Resolved> {
-        let found = self.resolve_depth(module, segments, 0);
+        let found = Walker::new(self).resolve(module, segments, 0, true);
         if matches!(found, Some(Resolved::Local(_))) {
             return found;
         }
@@ -118,7 +118,8 @@ impl Index {
         let mut segments = segments.to_vec();
         // Each step follows one alias; a cycle of aliases ends here.
         for _ in 0..32 {
-            let Resolved::Local(item) = self.resolve_depth(&module, &segments, 0)? else {
+            let Resolved::Local(item) = Walker::new(self).resolve(&module, &segments, 0, true)?
+            else {
                 return None;
             };
             match self.kind(item) {
@@ -135,9 +136,41 @@ impl Index {
         }
         None
     }
+}
 
-    fn resolve_depth(&self, module: &str, segments: &[String], depth: usize) -> Option<Resolved> {
-        if depth > 32 || segments.is_empty() {
+/// The most steps one lookup may take: far above what any crate needs (a name through a few
+/// `use`s and globs takes tens), so that no input makes resolution unbounded.
+const MAX_STEPS: usize = 10_000;
+
+/// One lookup's walk over the index: the (module, name) pairs whose globs it followed, and the
+/// steps it took, so that its work is linear in the uses it follows whatever the globs.
+struct Walker<'a> {
+    index: &'a Index,
+    globbed: std::collections::HashSet<(String, String)>,
+    steps: usize,
+}
+
+impl<'a> Walker<'a> {
+    fn new(index: &'a Index) -> Self {
+        Self {
+            index,
+            globbed: std::collections::HashSet::new(),
+            steps: 0,
+        }
+    }
+
+    /// Resolves `segments` as written in `module`; `globs`: whether a name not found otherwise
+    /// may be looked up through the module's glob imports (not for a path that is itself a
+    /// glob's expansion: its first segment is the glob's crate, never a name a glob brings).
+    fn resolve(
+        &mut self,
+        module: &str,
+        segments: &[String],
+        depth: usize,
+        globs: bool,
+    ) -> Option<Resolved> {
+        self.steps += 1;
+        if depth > 32 || segments.is_empty() || self.steps > MAX_STEPS {
             return None;
         }
         let first = segments[0].as_str();
@@ -149,12 +182,15 @@ impl Index {
             // module that declared the `use`, else an external crate.
             let rest = &segments[1..];
             if let Some(head) = rest.first()
-                && self.modules.contains_key(&format!("{relative_to}::{head}"))
+                && self
+                    .index
+                    .modules
+                    .contains_key(&format!("{relative_to}::{head}"))
             {
                 return self.walk(&format!("{relative_to}::{head}"), &rest[1..], depth);
             }
             return self
-                .resolve_depth(relative_to, rest, depth + 1)
+                .resolve(relative_to, rest, depth + 1, globs)
                 .or_else(|| Some(Resolved::External(canonical_external(&rest.join("::")))));
         }
         if first == "crate" {
@@ -183,7 +219,7 @@ impl Index {
             }
             _ => {}
         }
-        let scope = self.modules.get(module);
+        let scope = self.index.modules.get(module);
         if let Some(scope) = scope {
             if segments.len() == 1
                 && let Some(&item) = scope.items.get(first)
@@ -193,7 +229,7 @@ impl Index {
             if let Some(target) = scope.uses.get(first) {
                 let mut full = target.clone();
                 full.extend_from_slice(&segments[1..]);
-                return self.resolve_depth(module, &full, depth + 1);
+                return self.resolve(module, &full, depth + 1, true);
             }
             if scope.children.iter().any(|c| c == first) {
                 return self.walk(&format!("{module}::{first}"), &segments[1..], depth);
@@ -204,7 +240,7 @@ impl Index {
         {
             return Some(Resolved::External(path.to_owned()));
         }
-        if let Some(scope) = scope {
+        if let Some(scope) = scope.filter(|_| globs) {
             for glob in &scope.globs {
                 if let Some(found) = self.resolve_in_glob(module, glob, segments, depth) {
                     return Some(found);
@@ -215,7 +251,7 @@ impl Index {
     }
 
     fn resolve_in_glob(
-        &self,
+        &mut self,
         module: &str,
         glob: &[String],
         segments: &[String],
@@ -224,7 +260,7 @@ impl Index {
         let mut full = glob.to_vec();
         full.extend_from_slice(segments);
         let local_glob = glob.first().is_some_and(|s| is_crate_root(s));
-        match self.resolve_depth(module, &full, depth + 1)? {
+        match self.resolve(module, &full, depth + 1, false)? {
             Resolved::Local(item) => Some(Resolved::Local(item)),
             // Through a glob of this crate, a name resolves only via an explicit `use` there.
             found @ Resolved::External(_) if local_glob => Some(found),
@@ -241,33 +277,38 @@ impl Index {
     }
 
     /// Follows `rest` from module `base` of this crate.
-    fn walk(&self, base: &str, rest: &[String], depth: usize) -> Option<Resolved> {
+    fn walk(&mut self, base: &str, rest: &[String], depth: usize) -> Option<Resolved> {
         let (last, middle) = rest.split_last()?;
         let mut module = base.to_owned();
         for (index, segment) in middle.iter().enumerate() {
             let child = format!("{module}::{segment}");
-            if self.modules.contains_key(&child) {
+            if self.index.modules.contains_key(&child) {
                 module = child;
                 continue;
             }
             // A re-exported module (`pub use other::module;`).
-            let target = self.modules.get(&module)?.uses.get(segment)?;
+            let target = self.index.modules.get(&module)?.uses.get(segment)?;
             let mut full = target.clone();
             full.extend_from_slice(&middle[index + 1..]);
             full.push(last.clone());
-            return self.resolve_depth(&module, &full, depth + 1);
+            return self.resolve(&module, &full, depth + 1, true);
         }
-        let scope = self.modules.get(&module)?;
+        let scope = self.index.modules.get(&module)?;
         if let Some(&item) = scope.items.get(last) {
             return Some(Resolved::Local(item));
         }
         if let Some(target) = scope.uses.get(last) {
-            return self.resolve_depth(&module, target, depth + 1);
+            return self.resolve(&module, target, depth + 1, true);
+        }
+        // Each module's globs are followed once per name: globs that re-export each other
+        // (`pub use a::*` in b, `pub use b::*` in a) would otherwise be walked round and round.
+        if !self.globbed.insert((module.clone(), last.clone())) {
+            return None;
         }
         for glob in &scope.globs {
             let mut full = glob.clone();
             full.push(last.clone());
-            if let Some(Resolved::Local(item)) = self.resolve_depth(&module, &full, depth + 1) {
+            if let Some(Resolved::Local(item)) = self.resolve(&module, &full, depth + 1, true) {
                 return Some(Resolved::Local(item));
             }
         }

@@ -95,6 +95,8 @@ pub struct Metrics {
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
     leader: Family<LeaderLabels, Gauge>,
+    /// Served with or without webhooks (always 0 without), as dashboards expect the series.
+    #[cfg_attr(not(feature = "webhooks"), allow(dead_code))]
     webhook_panics: Counter,
     queues: Arc<Queues>,
 }
@@ -197,6 +199,7 @@ impl Metrics {
     }
 
     /// A webhook handler panicked (the API server was answered 500).
+    #[cfg(feature = "webhooks")]
     pub(crate) fn webhook_panicked(&self) {
         self.webhook_panics.inc();
     }
