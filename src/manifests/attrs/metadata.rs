@@ -338,6 +338,13 @@ pub(super) fn garde_pattern(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::
 
 /// validator's `regex(path = RE)` (also `path = "RE"`, `*RE`, `&RE`): the path of the regex.
 pub(super) fn validate_regex(meta: &ParseNestedMeta, out: &mut Metadata) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        return Err(meta.error(
+            "`regex = \"...\"` is validator 0.16's spelling; validator 0.18 and later (what \
+             schemars 1 reads, with kube 5) write `regex(path = *RE)` with RE a static Regex: \
+             write that",
+        ));
+    }
     let mut found = None;
     meta.parse_nested_meta(|m| {
         if m.path.is_ident("path") {

@@ -432,6 +432,19 @@ impl<'a> Builder<'a> {
             return Ok(());
         }
         let start = self.index.ident_span(item_index).start();
+        if crate::manifests::attrs::derives(attrs, "CELSchema") {
+            return Err(SourceError::at(
+                file,
+                span,
+                format!(
+                    "`{}` (at {}:{}) derives CELSchema, which kube renamed KubeSchema",
+                    item.name,
+                    self.index.file(item).display(),
+                    start.line
+                ),
+            )
+            .help("derive KubeSchema instead (use kube::KubeSchema;): kube 5's name for it"));
+        }
         Err(SourceError::at(
             file,
             span,
