@@ -198,6 +198,11 @@ impl Metrics {
         }
     }
 
+    /// How many objects wait for `controller`'s workers now (`workqueue_depth`).
+    pub(crate) fn depth(&self, controller: &str) -> usize {
+        self.queues.depth(controller)
+    }
+
     /// A webhook handler panicked (the API server was answered 500).
     #[cfg(feature = "webhooks")]
     pub(crate) fn webhook_panicked(&self) {

@@ -167,6 +167,16 @@ impl Queues {
         self.retries.get_or_create(&labels(controller)).inc();
     }
 
+    /// How many objects wait for `controller` and are due now (the queue's depth).
+    pub(super) fn depth(&self, controller: &str) -> usize {
+        let now = Instant::now();
+        let state = self.state();
+        let Some(queue) = state.get(controller) else {
+            return 0;
+        };
+        queue.pending.values().filter(|due| **due <= now).count()
+    }
+
     /// `key` leaves the queue for a worker at `now`.
     pub(super) fn start(&self, controller: &str, key: &str, now: Instant) -> Work {
         let mut state = self.state();

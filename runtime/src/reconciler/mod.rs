@@ -48,6 +48,7 @@ mod apply;
 mod desired;
 mod finalizer;
 mod report;
+mod resync;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -81,7 +82,7 @@ pub use setup::{Setup, Watch};
 
 use crate::{
     Context, Error, Result,
-    backoff::{Backoff, jittered},
+    backoff::Backoff,
     caches::owner_ref,
     children::{Caches, Children, Lookups, Observed},
     kinds::{self, Child},
@@ -432,16 +433,24 @@ pub async fn run<R: Reconcile>(
     let period = setup.resync.unwrap_or(ctx.timeouts.resync);
     let resync = {
         let (store, metrics) = (store.clone(), metrics.clone());
-        resync_ticks(period).inspect(move |()| {
-            for object in store.state() {
-                let key = queue_key(object.namespace().as_deref(), &object.name_any());
-                metrics.queued(R::NAME, &key);
-            }
+        resync::ticks(period).flat_map(move |()| {
+            let depth = {
+                let metrics = metrics.clone();
+                move || metrics.depth(R::NAME)
+            };
+            let metrics = metrics.clone();
+            resync::behind_new_work(store.state(), usize::from(concurrency), depth).map(
+                move |object| {
+                    let key = queue_key(object.namespace().as_deref(), &object.name_any());
+                    metrics.queued(R::NAME, &key);
+                    reflector::ObjectRef::from_obj(&*object)
+                },
+            )
         })
     };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(mapped)
-        .reconcile_all_on(resync)
+        .reconcile_on(resync)
         .with_config(config)
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile::<R>, error_policy::<R>, shared)
@@ -582,15 +591,6 @@ async fn reconcile_once<R: Reconcile>(
     Ok(match desired.requeue_after {
         Some(delay) => (Some(delay.min(resync)), true),
         None => (None, false),
-    })
-}
-
-/// A tick every `period`, each up to 10% later (drawn per tick, as controller-runtime jitters
-/// its `SyncPeriod`), the first one a period after the start.
-fn resync_ticks(period: Duration) -> impl futures::Stream<Item = ()> + Send + 'static {
-    futures::stream::unfold(0_u64, move |tick| async move {
-        tokio::time::sleep(jittered(period, &tick.to_string())).await;
-        Some(((), tick + 1))
     })
 }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::error::Retry;
+use crate::{backoff::jittered, error::Retry};
 use crate::{
     caches::owner_of,
     testing::{
