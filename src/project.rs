@@ -203,6 +203,7 @@ impl Project {
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
+        let text = crate::yaml::bounded(text)?;
         let project: Project = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         // Hand edits must not smuggle a name into paths and manifests that `init` and `create
         // api` would refuse.

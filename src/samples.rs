@@ -36,6 +36,10 @@ pub fn problems(
         let Ok(text) = crate::regular_file::read_to_string(&file) else {
             continue;
         };
+        if let Err((line, problem)) = crate::yaml::check_depth(&text) {
+            found.push(format!("[sample]: {}:{line}: {problem}", shown(&file)));
+            continue;
+        }
         for (line, document) in documents(&text) {
             let Ok(object) = serde_yaml::from_str::<Value>(document) else {
                 continue;

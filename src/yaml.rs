@@ -19,9 +19,94 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, Error> {
     serde_saphyr::to_string(value)
 }
 
+/// How deep flow collections (`[...]`, `{...}`) may nest in a YAML text kopgen reads: far
+/// beyond any manifest, PROJECT or values file, and far below where a parser's recursion
+/// limit is reached only after time quadratic in the input (200 KB of `[` took 49 s).
+pub const MAX_DEPTH: usize = 64;
+
+/// `Err((line, message))` when flow collections in `text` nest deeper than [`MAX_DEPTH`]:
+/// checked in one pass before any parser sees the text. A bracket counts where a flow
+/// collection can open (after an indicator, `:`, `-`, `,`, `[`, `{`, or at the start of a
+/// value), not inside a quoted or plain scalar or a comment.
+pub fn check_depth(text: &str) -> Result<(), (usize, String)> {
+    let mut depth = 0usize;
+    for (number, line) in text.lines().enumerate() {
+        let mut token_start = true;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '#' if token_start => break,
+                '"' | '\'' if token_start => {
+                    // A quoted scalar: skip to its closing quote on this line (a scalar that
+                    // goes on beyond the line holds no brackets that count).
+                    let mut escaped = false;
+                    for next in chars.by_ref() {
+                        match next {
+                            '\\' if c == '"' && !escaped => escaped = true,
+                            quote if quote == c && !escaped => break,
+                            _ => escaped = false,
+                        }
+                    }
+                    token_start = false;
+                }
+                '[' | '{' if token_start => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err((
+                            number + 1,
+                            format!(
+                                "flow collections nest deeper than {MAX_DEPTH} levels; no \
+                                 manifest needs that many: write the value in block style"
+                            ),
+                        ));
+                    }
+                }
+                ']' | '}' if depth > 0 => {
+                    depth -= 1;
+                    token_start = false;
+                }
+                ',' if depth > 0 => token_start = true,
+                ':' | '-' if chars.peek().is_none_or(|n| n.is_whitespace()) => token_start = true,
+                c if c.is_whitespace() => {}
+                _ => token_start = false,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`check_depth`], as the error message of a reader that reports one string.
+pub fn bounded(text: &str) -> Result<&str, String> {
+    match check_depth(text) {
+        Ok(()) => Ok(text),
+        Err((line, message)) => Err(format!("line {line}: {message}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_is_bounded_in_one_pass_and_scalars_do_not_count() {
+        let deep = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let refused = check_depth(&deep);
+        assert!(refused.is_err_and(|(line, m)| line == 1 && m.contains("64")));
+        let fine = [
+            "a: [1, [2, {b: [3]}]]\n",
+            "jsonPath: .status.conditions[?(@.type==\"Ready\")].status\n",
+            "note: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"\n",
+            "note: '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{'\n",
+            "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n",
+            "url: http://x/[a]\n",
+        ];
+        for text in fine {
+            assert!(check_depth(text).is_ok(), "{text}");
+        }
+        let open = format!("a:\n{}", "- [\n".repeat(70));
+        assert!(check_depth(&open).is_err(), "across lines");
+    }
+
     use std::collections::BTreeMap;
 
     #[test]

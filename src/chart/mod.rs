@@ -234,6 +234,10 @@ fn no_extra(docs: Vec<Value>) -> Vec<(Value, Vec<String>)> {
 
 /// The YAML documents of `text`, the empty ones left out.
 fn parse(text: &str, file: &str) -> Result<Vec<Value>, ChartError> {
+    let text = crate::yaml::bounded(text).map_err(|message| ChartError::Invalid {
+        file: file.to_owned(),
+        message,
+    })?;
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         let value =
@@ -260,8 +264,12 @@ fn listed(changes: &ChangeSet, dir: &str) -> Result<Vec<(String, String)>, Chart
         #[serde(default)]
         resources: Vec<String>,
     }
+    let bounded = crate::yaml::bounded(&text).map_err(|message| ChartError::Invalid {
+        file: path.clone(),
+        message,
+    })?;
     let kustomization: Kustomization =
-        serde_yaml::from_str(&text).map_err(|e| ChartError::Invalid {
+        serde_yaml::from_str(bounded).map_err(|e| ChartError::Invalid {
             file: path.clone(),
             message: e.to_string(),
         })?;

@@ -226,7 +226,7 @@ pub fn schema(facts: &Facts) -> String {
 /// model's keys with the user's values, followed by the user's own keys.
 pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
     let user: Option<serde_yaml::Value> = match existing {
-        Some(text) => match serde_yaml::from_str(text) {
+        Some(text) => match serde_yaml::from_str(crate::yaml::bounded(text)?) {
             Ok(serde_yaml::Value::Null) => None,
             Ok(value @ serde_yaml::Value::Mapping(_)) => Some(value),
             Ok(_) => return Err("not a mapping of values".into()),

@@ -117,6 +117,7 @@ impl Config {
 
     /// Parses a config file's text over kopgen's defaults; errors carry a line (0: unknown).
     pub fn parse(text: &str) -> Result<Config, (usize, String)> {
+        crate::yaml::check_depth(text)?;
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {

@@ -84,6 +84,14 @@ fn files(path: &Path) -> Result<Revision, SourceError> {
 
 /// The CRD documents of one YAML text, added to `revision`.
 fn add(revision: &mut Revision, origin: &str, text: &str) -> Result<(), SourceError> {
+    if let Err((line, message)) = crate::yaml::check_depth(text) {
+        let file = origin.to_owned();
+        return Err(SourceError::Yaml {
+            file,
+            line,
+            message,
+        });
+    }
     for document in serde_yaml::Deserializer::from_str(text) {
         let value = Value::deserialize(document).map_err(|e| SourceError::Yaml {
             file: origin.to_owned(),

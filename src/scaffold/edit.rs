@@ -111,10 +111,13 @@ fn rewrite_blocks(
     }
     // The edit must leave YAML a YAML reader takes: uncommenting a key the user already wrote
     // (a second `patches:`) would make kustomize refuse the whole file.
-    if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&edited) {
+    let parsed = crate::yaml::bounded(&edited).and_then(|text| {
+        serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| e.to_string())
+    });
+    if let Err(message) = parsed {
         return Err(EditError::BrokenYaml {
             file: file.to_owned(),
-            message: e.to_string(),
+            message,
         });
     }
     changes.put(file, edited);
