@@ -321,3 +321,76 @@ fn hand_edits_near_insertion_points_survive_a_delete() {
         "{error}"
     );
 }
+
+/// `delete api` removes what `create api` wrote, never a kind the user wrote beside it nor
+/// work git does not have: each refused, naming the file, and nothing changes; `--force`
+/// deletes anyway.
+#[test]
+fn user_work_in_files_to_delete_is_refused() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create(&project, "--group apps --version v1alpha1 --kind Blog");
+    let types = project.join("src/api/apps/v1alpha1/blog.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    let comment = "\n#[derive(kube::CustomResource, serde::Deserialize, serde::Serialize, Clone, \
+         Debug, schemars::JsonSchema)]\n#[kube(group = \"apps.example.com\", version = \"v1alpha1\", \
+         kind = \"Comment\", namespaced)]\npub struct CommentSpec {\n    pub text: String,\n}\n";
+    std::fs::write(&types, format!("{text}{comment}")).expect("write");
+    let before = tree(&project);
+    let kind = [
+        "delete",
+        "api",
+        "--group",
+        "apps",
+        "--version",
+        "v1alpha1",
+        "--kind",
+        "Blog",
+    ];
+    let run = support::run_kopgen(&project, &kind);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr.contains("src/api/apps/v1alpha1/blog.rs:")
+            && run.stderr.contains("also defines the kind Comment"),
+        "{}",
+        run.stderr
+    );
+    assert_same_tree(&project, &before, "refused: the other kind");
+    std::fs::write(&types, &text).expect("restore");
+
+    // Uncommitted work in a file to delete (git knows the project).
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&project)
+            .output()
+            .expect("git runs");
+        assert!(status.status.success(), "git {args:?}: {:?}", status);
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "scaffold"]);
+    let controller = project.join("src/controllers/apps/blog_controller.rs");
+    let written = std::fs::read_to_string(&controller).expect("controller");
+    std::fs::write(
+        &controller,
+        format!("{written}\n// my reconcile, not committed\n"),
+    )
+    .expect("write");
+    let before = tree(&project);
+    let run = support::run_kopgen(&project, &kind);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr.contains("uncommitted changes")
+            && run
+                .stderr
+                .contains("src/controllers/apps/blog_controller.rs"),
+        "{}",
+        run.stderr
+    );
+    assert_same_tree(&project, &before, "refused: uncommitted work");
+    let run = support::run_kopgen(&project, &[&kind[..], &["--force"]].concat());
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(!controller.exists(), "--force deletes anyway");
+}

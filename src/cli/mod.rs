@@ -174,6 +174,9 @@ pub struct DeleteWebhookArgs {
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
+    /// Delete although git shows uncommitted changes in the files to delete.
+    #[arg(long)]
+    pub force: bool,
     /// Print the files that would be deleted or edited, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -193,7 +196,8 @@ pub struct DeleteApiArgs {
     /// Project directory.
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
-    /// Delete although other code still uses the types (the project then needs fixing).
+    /// Delete although other code still uses the types (the project then needs fixing), the
+    /// types' file holds other kinds, or git shows uncommitted changes in files to delete.
     #[arg(long)]
     pub force: bool,
     /// Print the files that would be deleted or edited, and change nothing.
@@ -445,6 +449,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                 defaulting: args.defaulting,
                 validation: args.programmatic_validation,
                 conversion: args.conversion,
+                force: args.force,
             };
             let changes = delete_webhook::plan(&options).context("kopgen delete webhook")?;
             finish(&changes, args.dry_run, out)?;

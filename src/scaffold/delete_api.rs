@@ -25,7 +25,8 @@ pub struct DeleteApiOptions {
     pub group: String,
     pub version: String,
     pub kind: String,
-    /// Delete although other code still uses the types.
+    /// Delete although other code still uses the types, the types' file holds other kinds,
+    /// or files to delete have uncommitted changes.
     pub force: bool,
 }
 
@@ -73,6 +74,23 @@ pub enum DeleteApiError {
         line: usize,
         what: String,
     },
+    #[error(
+        "{file}:{line}: also defines the kind {other}, which `create api` did not write for \
+         {kind}; deleting the file would delete it too. Move {other} to a file of its own (or \
+         `kopgen create api` it), or pass --force"
+    )]
+    OtherKind {
+        file: String,
+        line: usize,
+        kind: String,
+        other: String,
+    },
+    #[error(
+        "git shows uncommitted changes in files `delete` would remove ({files}): your work \
+         there would be lost. Commit or stash it first (git keeps what was deleted), or pass \
+         --force"
+    )]
+    Uncommitted { files: String },
     #[error(transparent)]
     Scaffold(#[from] ApiError),
     #[error(transparent)]
@@ -105,7 +123,14 @@ pub fn plan(options: &DeleteApiOptions) -> Result<ChangeSet, DeleteApiError> {
     if resource.api.is_some() {
         let kind = Kind::of(&resource);
         context = kind.context(&project, &header);
-        delete_types(&mut changes, &project, &resource, &kind, &context)?;
+        delete_types(
+            &mut changes,
+            &project,
+            &resource,
+            &kind,
+            &context,
+            options.force,
+        )?;
         deleted_paths.push(format!("{}::{}", kind.group_mod, kind.version_mod));
     }
     if resource.controller {
@@ -120,7 +145,36 @@ pub fn plan(options: &DeleteApiOptions) -> Result<ChangeSet, DeleteApiError> {
     }
     changes.put(project::PROJECT_FILE, project.render());
     super::derived::put_manifests(&mut changes, &project);
+    if !options.force
+        && let Some(files) = deleted_uncommitted(&changes)
+    {
+        return Err(DeleteApiError::Uncommitted { files });
+    }
     Ok(changes)
+}
+
+/// The files `changes` deletes that git shows uncommitted changes in, if any.
+pub(super) fn deleted_uncommitted(changes: &ChangeSet) -> Option<String> {
+    let deleted: Vec<&std::path::Path> = (changes.changes().into_iter())
+        .filter(|change| change.kind == crate::changeset::ChangeKind::Delete)
+        .map(|change| change.path.as_path())
+        .collect();
+    crate::upgrade::git::uncommitted_among(changes.root(), &deleted)
+}
+
+/// The kinds other than `kind` that `text` (a types file) derives `CustomResource` for, with
+/// their lines: they would go with the file.
+fn other_kinds(text: &str, kind: &str) -> Option<(usize, String)> {
+    let file = syn::parse_file(text).ok()?;
+    file.items.iter().find_map(|item| {
+        let syn::Item::Struct(item) = item else {
+            return None;
+        };
+        let name = item.ident.to_string();
+        let spec = format!("{kind}Spec");
+        (name != spec && crate::manifests::attrs::derives(&item.attrs, "CustomResource"))
+            .then(|| (item.ident.span().start().line, name))
+    })
 }
 
 /// Every `group/version Kind` PROJECT lists, for an error message.
@@ -180,6 +234,7 @@ fn delete_types(
     resource: &Resource,
     kind: &Kind,
     context: &tera::Context,
+    force: bool,
 ) -> Result<(), DeleteApiError> {
     let others: Vec<&Resource> = (project.resources.iter())
         .filter(|r| {
@@ -205,6 +260,17 @@ fn delete_types(
                 .map(|r| r.version.clone())
                 .collect::<Vec<_>>()
                 .join(", "),
+        });
+    }
+    if !force
+        && let Some(text) = changes.read(&types)?
+        && let Some((line, other)) = other_kinds(&text, &resource.kind)
+    {
+        return Err(DeleteApiError::OtherKind {
+            file: types,
+            line,
+            kind: resource.kind.clone(),
+            other: other.strip_suffix("Spec").unwrap_or(&other).to_owned(),
         });
     }
     changes.remove(&types);

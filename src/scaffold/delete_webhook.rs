@@ -30,10 +30,18 @@ pub struct DeleteWebhookOptions {
     pub defaulting: bool,
     pub validation: bool,
     pub conversion: bool,
+    /// Delete although files to delete have uncommitted changes.
+    pub force: bool,
 }
 
 #[derive(Debug, Error)]
 pub enum DeleteWebhookError {
+    #[error(
+        "git shows uncommitted changes in files `delete` would remove ({files}): your work \
+         there would be lost. Commit or stash it first (git keeps what was deleted), or pass \
+         --force"
+    )]
+    Uncommitted { files: String },
     #[error(transparent)]
     Project(#[from] ProjectError),
     #[error(
@@ -193,6 +201,11 @@ pub fn plan(options: &DeleteWebhookOptions) -> Result<ChangeSet, DeleteWebhookEr
     super::derived::put_manifests(&mut changes, &project);
     if no_webhook_markers(&changes) {
         changes.remove(crate::webhooks::PATH);
+    }
+    if !options.force
+        && let Some(files) = super::delete_api::deleted_uncommitted(&changes)
+    {
+        return Err(DeleteWebhookError::Uncommitted { files });
     }
     Ok(changes)
 }

@@ -5,14 +5,18 @@ use std::{path::Path, process::Command};
 
 /// The uncommitted files below `root` (at most a few, for the message), if git tracks it.
 pub fn uncommitted(root: &Path) -> Option<String> {
+    uncommitted_among(root, &[Path::new(".")])
+}
+
+/// Which of `paths` (relative to `root`) have uncommitted changes, or are not committed at all
+/// (at most a few, for the message), if git tracks `root`.
+pub fn uncommitted_among(root: &Path, paths: &[&Path]) -> Option<String> {
+    if paths.is_empty() {
+        return None;
+    }
     let output = Command::new("git")
-        .args([
-            "status",
-            "--porcelain",
-            "--untracked-files=normal",
-            "--",
-            ".",
-        ])
+        .args(["status", "--porcelain", "--untracked-files=normal", "--"])
+        .args(paths)
         .current_dir(root)
         .output()
         .ok()?;

@@ -7,7 +7,7 @@
 //! templates replay it again. Each scaffolded file then gets a three-way merge ([`merge`]), so
 //! upgrades work the same in a git repository and out of one, and nothing extra is committed.
 
-mod git;
+pub(crate) mod git;
 pub mod merge;
 pub mod replay;
 
