@@ -123,11 +123,8 @@ fn kinds_hidden_from_the_source_reader_are_errors() {
             "src/lib.rs:1:1: the custom resources that `kinds!` generates",
         ),
         (
-            "include! of a generated file",
-            &[(
-                "src/lib.rs",
-                "include!(concat!(env!(\"OUT_DIR\"), \"/kinds.rs\"));\n",
-            )],
+            "include! of a file kopgen does not read",
+            &[("src/lib.rs", "include!(\"../elsewhere/kinds.rs\");\n")],
             "src/lib.rs:1:1: kopgen cannot see the items this `include!` brings in",
         ),
         (
@@ -306,5 +303,38 @@ fn many_glob_imports_resolve_in_linear_work() {
         run.stdout.contains("targetPort"),
         "ServicePort's schema:\n{}",
         run.stdout
+    );
+}
+
+/// A build script's output spliced in (`include!(concat!(env!("OUT_DIR"), ..))`, the `built`
+/// crate's idiom) refuses nothing by itself: the kinds are derived; a kind that names one of
+/// its items fails at that field.
+#[test]
+fn build_script_output_refuses_only_the_kinds_that_need_it() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n",
+    );
+    let built =
+        "pub mod built_info {\n    include!(concat!(env!(\"OUT_DIR\"), \"/built.rs\"));\n}\n";
+    session.write(
+        "src/lib.rs",
+        &format!("{HEADER}{built}{}", kind_named("App", "")),
+    );
+    assert_eq!(kinds(&session, &STATIC), ["App"]);
+    session.write(
+        "src/lib.rs",
+        &format!(
+            "{HEADER}{built}{}#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"a.example.com\", version = \"v1\", kind = \"Other\")]\n\
+             pub struct OtherSpec {{ pub v: built_info::Version }}\n",
+            kind_named("App", "")
+        ),
+    );
+    let stderr = session.fails_cleanly(&STATIC);
+    assert!(
+        stderr.contains("src/lib.rs:") && stderr.contains("built_info::Version"),
+        "{stderr}"
     );
 }

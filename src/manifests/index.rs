@@ -405,6 +405,7 @@ impl Index {
             file,
             span: syn::spanned::Spanned::span(&mac.path),
             include: name == "include",
+            generated: name == "include" && mac.tokens.to_string().contains("OUT_DIR"),
             mentions: modtree::mentions_custom_resource(&mac.tokens),
             name,
         });

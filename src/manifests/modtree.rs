@@ -205,6 +205,9 @@ pub struct Opaque {
     pub name: String,
     /// `include!` of a file kopgen does not read (or not a plain string).
     pub include: bool,
+    /// An `include!` of a build script's output (its path names `OUT_DIR`): generated code,
+    /// such as the `built` crate's, that no kind's author writes kinds in.
+    pub generated: bool,
     /// The call's own tokens mention `CustomResource`.
     pub mentions: bool,
 }
@@ -215,7 +218,9 @@ impl Opaque {
     /// definition) mentions `CustomResource`.
     pub fn error(&self, files: &[PathBuf], defines_kinds: &[String]) -> Option<SourceError> {
         let file = &files[self.file];
-        if self.include {
+        // A build script's output refuses nothing by itself: a kind that names one of its items
+        // fails where it names it (the item is not found), and the others are derived.
+        if self.include && !self.generated {
             return Some(
                 SourceError::at(
                     file,
