@@ -60,12 +60,28 @@ fn find_block(lines: &[String], block: &[&str], prefix: &str) -> Option<usize> {
         let first = &window[0];
         let indent = &first[..first.len() - first.trim_start().len()];
         window.iter().zip(block).all(|(line, wanted)| {
-            line.trim_end()
-                .strip_prefix(indent)
+            line.strip_prefix(indent)
                 .and_then(|rest| rest.strip_prefix(prefix))
+                .map(|rest| without_comment(rest).trim_end())
                 == Some(*wanted)
         })
     })
+}
+
+/// `line` without a trailing YAML comment (` # keep`): a `#` after whitespace, outside quotes.
+fn without_comment(line: &str) -> &str {
+    let mut quote = None;
+    let mut previous = ' ';
+    for (at, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(open), c) if c == open => quote = None,
+            (None, '#') if previous.is_whitespace() && at > 0 => return &line[..at],
+            _ => {}
+        }
+        previous = c;
+    }
+    line
 }
 
 /// Whether `block` stands in `lines`, enabled (not commented out).
@@ -84,23 +100,21 @@ fn rewrite_blocks(
     };
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     for block in blocks {
-        let found = if enable {
-            ["#", "# "]
-                .iter()
-                .find_map(|prefix| find_block(&lines, block, prefix))
-        } else {
-            find_block(&lines, block, "")
-        };
-        if let Some(start) = found {
+        // The block as it stands, with the comment marker it carries (none when enabled).
+        let prefixes: &[&str] = if enable { &["#", "# "] } else { &[""] };
+        let found = (prefixes.iter())
+            .find_map(|prefix| find_block(&lines, block, prefix).map(|at| (at, *prefix)));
+        if let Some((start, prefix)) = found {
             // The block keeps the indentation its first line has in the file (a list the user
-            // indented stays one list).
+            // indented stays one list), and each line its own trailing comment.
             let first = &lines[start];
             let indent = first[..first.len() - first.trim_start().len()].to_owned();
-            for (offset, line) in block.iter().enumerate() {
-                lines[start + offset] = if enable {
-                    format!("{indent}{line}")
-                } else {
-                    format!("{indent}#{line}")
+            for line in &mut lines[start..start + block.len()] {
+                let rest = line.strip_prefix(indent.as_str()).unwrap_or(line);
+                let rest = rest.strip_prefix(prefix).unwrap_or(rest);
+                *line = match enable {
+                    true => format!("{indent}{rest}"),
+                    false => format!("{indent}#{rest}"),
                 };
             }
         }
@@ -275,5 +289,29 @@ mod tests {
         comment(&mut changes, file, &[&["- ../webhook"]]).expect("commented");
         let again = changes.read(file).expect("read").expect("there");
         assert!(again.contains("\n  #- ../webhook\n"), "{again}");
+    }
+
+    /// An entry the user gave a trailing comment (`- ../certmanager  # keep`) is still the
+    /// entry: switched off (and on) with its comment kept, never left on beside its
+    /// replacement; a `#` inside quotes is no comment.
+    #[test]
+    fn entries_with_a_trailing_comment_are_switched_and_keep_it() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let file = "k.yaml";
+        let text = "resources:\n- ../certmanager  # keep\n#- ../selfmanaged # ours\n- \"a #b\"\n";
+        std::fs::write(tmp.path().join(file), text).expect("write");
+        let mut changes = ChangeSet::new(tmp.path());
+        assert!(has_block(
+            &text.lines().map(str::to_owned).collect::<Vec<_>>(),
+            &["- ../certmanager"]
+        ));
+        comment(&mut changes, file, &[&["- ../certmanager"]]).expect("commented");
+        uncomment(&mut changes, file, &[&["- ../selfmanaged"]]).expect("uncommented");
+        let edited = changes.read(file).expect("read").expect("there");
+        assert_eq!(
+            edited,
+            "resources:\n#- ../certmanager  # keep\n- ../selfmanaged # ours\n- \"a #b\"\n"
+        );
+        assert_eq!(without_comment("- \"a #b\""), "- \"a #b\"");
     }
 }
