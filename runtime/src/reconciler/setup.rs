@@ -190,6 +190,11 @@ impl<R: Reconcile> Setup<R> {
 /// Another kind a controller watches (controller-runtime's `Watches`), and how a change of one
 /// of its objects maps to the objects to reconcile. Its objects are cached (without
 /// managedFields) and read through [`crate::Observed`], with no request per reconcile.
+///
+/// To watch and cache only the objects' metadata (controller-runtime's `OnlyMetadata`: the
+/// names, labels and annotations of Secrets whose data the controller never reads), watch
+/// `PartialObjectMeta<Secret>`: kube asks the API server for metadata only, and it is read as
+/// such (`observed.get(&ObjectRef::<PartialObjectMeta<Secret>>::new(..))`).
 pub struct Watch<R: Reconcile> {
     pub(crate) type_id: TypeId,
     pub(crate) selector: Selector,
@@ -668,5 +673,26 @@ mod tests {
         let config = watch.selector.config();
         assert_eq!(config.label_selector.as_deref(), Some("app=web"));
         assert_eq!(config.field_selector.as_deref(), Some("type=x"));
+    }
+
+    /// A watch of `PartialObjectMeta<K>` caches metadata only, and is read as such.
+    #[tokio::test]
+    async fn a_metadata_only_watch_is_read_as_metadata() {
+        use kube::core::PartialObjectMeta;
+        fn named(object: &Owner) -> Vec<ObjectRef<PartialObjectMeta<Secret>>> {
+            let namespace = object.namespace().unwrap_or_default();
+            vec![ObjectRef::new("creds").within(&namespace)]
+        }
+        let setup = Setup::<Referrer>::default().watch(Watch::referenced(named));
+        let secret = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "creds", "namespace": "ns", "labels": {"rotated": "yes"}},
+        });
+        let lookups = setup.filled(&[secret]);
+        let caches = crate::children::Caches { kinds: Vec::new() };
+        let observed = Observed::new(&caches, &lookups, "u".into());
+        let found = observed.get(&named(&owner("a", ""))[0]).expect("watched");
+        let labels = found.map(|meta| meta.labels().clone()).unwrap_or_default();
+        assert_eq!(labels.get("rotated").map(String::as_str), Some("yes"));
     }
 }
