@@ -59,7 +59,7 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
         if rule.rule.contains("oldSelf") {
             continue;
         }
-        if evaluate(&rule.rule, value) == Some(false) {
+        if evaluate(&rule.rule, &typed(Some(s), value)) == Some(false) {
             let message = match &rule.message {
                 Some(message) if !message.is_empty() => message.clone(),
                 _ => format!("failed rule: {}", rule.rule),
@@ -74,21 +74,77 @@ fn check(s: &JSONSchemaProps, value: &Value, at: &mut String) -> Option<String> 
     None
 }
 
+/// `value` as the API server's CEL sees it, typed by its schema: an `integer` (or a whole
+/// number without a type) is an `int`, a `number` a `double` (the `cel` crate's own conversion
+/// makes every non-negative JSON integer a `uint`, which equals no `int`: `self.n == 5` would
+/// be false for `n: 5`).
+fn typed(schema: Option<&JSONSchemaProps>, value: &Value) -> cel::Value {
+    use std::{collections::HashMap, sync::Arc};
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => {
+            let number = schema.and_then(|s| s.type_.as_deref()) == Some("number");
+            match n.as_i64() {
+                Some(int) if !number => cel::Value::Int(int),
+                _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            }
+        }
+        Value::String(s) => cel::Value::String(Arc::new(s.clone())),
+        Value::Array(items) => {
+            let item = schema.and_then(|s| match &s.items {
+                Some(JSONSchemaPropsOrArray::Schema(item)) => Some(item.as_ref()),
+                _ => None,
+            });
+            cel::Value::List(Arc::new(items.iter().map(|i| typed(item, i)).collect()))
+        }
+        Value::Object(fields) => {
+            let field = |key: &str| {
+                let schema = schema?;
+                match (&schema.properties, &schema.additional_properties) {
+                    (Some(properties), _) if properties.contains_key(key) => properties.get(key),
+                    (_, Some(JSONSchemaPropsOrBool::Schema(values))) => Some(values.as_ref()),
+                    _ => None,
+                }
+            };
+            let map: HashMap<String, cel::Value> = (fields.iter())
+                .map(|(key, value)| (key.clone(), typed(field(key), value)))
+                .collect();
+            map.into()
+        }
+    }
+}
+
+/// Kubernetes' `size` of a string: its code points, not its bytes (`size("é") == 1`); lists and
+/// maps by their entries, as the `cel` crate counts them.
+fn size(
+    ftx: &cel::FunctionContext,
+    cel::extractors::This(this): cel::extractors::This<cel::Value>,
+) -> Result<i64, cel::ExecutionError> {
+    let size = match &this {
+        cel::Value::String(s) => s.chars().count(),
+        cel::Value::List(l) => l.len(),
+        cel::Value::Map(m) => m.map.len(),
+        cel::Value::Bytes(b) => b.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    Ok(i64::try_from(size).unwrap_or(i64::MAX))
+}
+
 /// The rule's verdict on `value`, or `None` where the crate cannot say (a function it lacks, a
 /// field the server would have defaulted, a rule it cannot parse).
-fn evaluate(rule: &str, value: &Value) -> Option<bool> {
+fn evaluate(rule: &str, value: &cel::Value) -> Option<bool> {
     // The crate is third-party code run on the user's rules: a panic in it is "cannot say".
-    std::panic::catch_unwind(|| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let program = cel::Program::compile(rule).ok()?;
         let mut context = cel::Context::default();
-        context
-            .add_variable("self", cel::to_value(value).ok()?)
-            .ok()?;
+        context.add_function("size", size);
+        context.add_variable_from_value("self", value.clone());
         match program.execute(&context).ok()? {
             cel::Value::Bool(verdict) => Some(verdict),
             _ => None,
         }
-    })
+    }))
     .ok()
     .flatten()
 }
@@ -134,5 +190,32 @@ mod tests {
         );
         // A field the server would default: not evaluated here.
         assert_eq!(problem(&schema, &json!({"min": 1})), None);
+    }
+
+    /// Samples the API server admits are admitted here too: an integer is an `int` (equal to
+    /// `5`, in `[1, 5, 7]`), a `number` a `double`, and a string's size is its code points.
+    #[test]
+    fn values_are_typed_as_the_api_server_types_them() {
+        let schema: JSONSchemaProps = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "s": {"type": "string"},
+            },
+            "x-kubernetes-validations": [
+                {"rule": "self.n == 5", "message": "n is 5"},
+                {"rule": "self.n in [1, 5, 7]", "message": "n is listed"},
+                {"rule": "self.ratio == 2.0", "message": "ratio is 2.0"},
+                {"rule": "size(self.s) == 1", "message": "one character"},
+            ]
+        }))
+        .expect("a schema");
+        let admitted = json!({"n": 5, "ratio": 2, "s": "é"});
+        assert_eq!(problem(&schema, &admitted), None);
+        let refused = json!({"n": 6, "ratio": 2, "s": "é"});
+        assert_eq!(problem(&schema, &refused).as_deref(), Some("n is 5"));
+        let long = json!({"n": 5, "ratio": 2, "s": "éé"});
+        assert_eq!(problem(&schema, &long).as_deref(), Some("one character"));
     }
 }
