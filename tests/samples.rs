@@ -1,0 +1,52 @@
+//! The samples check runs only what the API server would run: a rule it would refuse for its
+//! cost is left out, so no sample makes `kopgen manifests` take unbounded time.
+
+mod support;
+
+use support::{Session, create_api_ok};
+
+#[test]
+fn a_rule_over_the_cost_budget_is_not_run_on_the_sample() {
+    let session = Session::new();
+    let project = session.init_demo(&[]);
+    create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let types = project.join("src/api/apps/v1/blog.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    let mut rule = "true".to_owned();
+    for level in 0..40 {
+        rule = format!("self.spec.l.all(x{level}, {rule})");
+    }
+    let text = text
+        .replacen(
+            "    category = ",
+            &format!("    validation = \"{rule}\",\n    category = "),
+            1,
+        )
+        .replacen(
+            "    pub foo: Option<String>,",
+            "    pub foo: Option<String>,\n    #[serde(default)]\n    pub l: Vec<String>,",
+            1,
+        );
+    std::fs::write(&types, text).expect("write");
+    let sample = project.join("config/samples/apps_v1_blog.yaml");
+    let text = std::fs::read_to_string(&sample).expect("sample");
+    std::fs::write(&sample, format!("{text}  l: [a, b]\n")).expect("write");
+    let (done, finished) = std::sync::mpsc::channel();
+    let run = std::thread::spawn(move || {
+        let run = support::run_kopgen(&project, &["manifests", "--derive", "static"]);
+        let _ = done.send(());
+        run
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("kopgen manifests finishes (the rule ran on the sample for ever)");
+    let run = run.join().expect("joins");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("budget"),
+        "the cost lint names the rule:\n{said}"
+    );
+}
