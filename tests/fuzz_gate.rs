@@ -149,7 +149,7 @@ fn the_cost_estimate_and_rule_evaluation_never_panic() {
             serde_json::from_value(json!({"type": "object", "properties": {"spec": node}}))
                 .expect("schema");
         let _ = kopgen::manifests::cel_cost::estimate_version("v1", &wrapped);
-        let _ = kopgen::manifests::rule_check::problem(&node, &value);
+        let _ = kopgen::manifests::rule_check::problem(&node, &value, &Default::default());
     }
 }
 
