@@ -338,3 +338,23 @@ fn build_script_output_refuses_only_the_kinds_that_need_it() {
         "{stderr}"
     );
 }
+
+/// Conflict markers a merge left (`kopgen upgrade` on both sides' changes, git) are named at
+/// their line, not reported as a syntax error somewhere after them.
+#[test]
+fn conflict_markers_are_named_at_their_line() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\n",
+    );
+    session.write(
+        "src/lib.rs",
+        "pub struct A;\n<<<<<<< yours\npub struct B;\n=======\npub struct C;\n>>>>>>> kopgen\n",
+    );
+    let stderr = session.fails_cleanly(&STATIC);
+    assert!(
+        stderr.contains("src/lib.rs:2:1: unresolved merge conflict markers"),
+        "{stderr}"
+    );
+}

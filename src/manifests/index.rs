@@ -609,8 +609,24 @@ fn absolutize(module: &str, path: &[String]) -> Vec<String> {
 /// Parses `text` (the contents of `path`) into a syn file, with the error located.
 pub fn parse_file(path: &Path, text: &str) -> Result<syn::File, SourceError> {
     syn::parse_file(text).map_err(|e| {
-        SourceError::at(path, e.span(), format!("cannot parse Rust: {e}"))
-            .help("kopgen reads the source without compiling it; fix the syntax error (cargo check shows it too)")
+        // Conflict markers a merge left (`kopgen upgrade`, git) say more than where the parser
+        // stumbled on them.
+        let marker = (text.lines().enumerate())
+            .find(|(_, line)| line.starts_with("<<<<<<< ") || line.starts_with(">>>>>>> "));
+        match marker {
+            Some((line, _)) => SourceError {
+                line: line + 1,
+                column: 1,
+                ..SourceError::at(
+                    path,
+                    e.span(),
+                    "unresolved merge conflict markers (`<<<<<<<`, `=======`, `>>>>>>>`)",
+                )
+            }
+            .help("resolve the conflict (keep your lines, this kopgen's, or both) and remove the markers"),
+            None => SourceError::at(path, e.span(), format!("cannot parse Rust: {e}"))
+                .help("kopgen reads the source without compiling it; fix the syntax error (cargo check shows it too)"),
+        }
     })
 }
 

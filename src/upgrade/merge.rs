@@ -27,8 +27,26 @@ pub enum Outcome {
     TooLarge,
 }
 
-/// Decides the fate of a file from its base, ours and theirs (`None`: no such file).
+/// Decides the fate of a file from its base, ours and theirs (`None`: no such file). A file
+/// the user has with CRLF line endings (a Windows checkout, `core.autocrlf`) is compared and
+/// merged line by line as the same text with LF, and what is written keeps its CRLF.
 pub fn decide(base: Option<&str>, ours: Option<&str>, theirs: Option<&str>) -> Outcome {
+    let Some(lf) = ours
+        .filter(|ours| ours.contains("\r\n"))
+        .map(|o| o.replace("\r\n", "\n"))
+    else {
+        return decide_lf(base, ours, theirs);
+    };
+    let crlf = |text: String| text.replace("\r\n", "\n").replace('\n', "\r\n");
+    match decide_lf(base, Some(&lf), theirs) {
+        Outcome::Replace(text) => Outcome::Replace(crlf(text)),
+        Outcome::Merged(text) => Outcome::Merged(crlf(text)),
+        Outcome::Conflict(text) => Outcome::Conflict(crlf(text)),
+        other => other,
+    }
+}
+
+fn decide_lf(base: Option<&str>, ours: Option<&str>, theirs: Option<&str>) -> Outcome {
     if ours == theirs {
         return Outcome::Unchanged;
     }
@@ -152,6 +170,27 @@ mod tests {
         assert_eq!(
             decide(Some(theirs), Some(&merged), Some(theirs)),
             Outcome::Unchanged
+        );
+    }
+
+    /// A CRLF checkout of an untouched file is untouched: replaced (with CRLF), never wrapped
+    /// in conflict markers; the user's change in a CRLF file merges and keeps CRLF.
+    #[test]
+    fn crlf_files_merge_as_their_lf_text_and_keep_crlf() {
+        let crlf = |text: &str| text.replace('\n', "\r\n");
+        let theirs = "a\nB\nc\nd\ne\nf\n";
+        assert_eq!(
+            decide(Some(BASE), Some(&crlf(BASE)), Some(theirs)),
+            Outcome::Replace(crlf(theirs))
+        );
+        assert_eq!(
+            decide(Some(BASE), Some(&crlf(BASE)), Some(BASE)),
+            Outcome::Unchanged
+        );
+        let ours = crlf("a\nb\nc\nd\ne\nf\nmine\n");
+        assert_eq!(
+            decide(Some(BASE), Some(&ours), Some(theirs)),
+            Outcome::Merged(crlf("a\nB\nc\nd\ne\nf\nmine\n"))
         );
     }
 }
