@@ -550,3 +550,43 @@ fn start(binary: &Path, kubeconfig: &Path, log: &PathBuf) -> Child {
         .spawn()
         .expect("the manager starts")
 }
+
+/// A resource a kustomization lists that is a link to a file outside its directory (a Secret
+/// elsewhere on the machine) is refused, as kustomize's load restrictor refuses it, and never
+/// copied into the chart.
+#[test]
+fn a_listed_file_that_leaves_its_directory_is_refused() {
+    let session = support::Session::new();
+    let project = session.init_demo(&[]);
+    ok(&project, "edit --helm");
+    let outside = session.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("dir");
+    std::fs::write(
+        outside.join("secret.yaml"),
+        "kind: Secret\ndata: {token: c2VjcmV0}\n",
+    )
+    .expect("write");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        outside.join("secret.yaml"),
+        project.join("config/rbac/extra.yaml"),
+    )
+    .expect("link");
+    let kustomization = project.join("config/rbac/kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).expect("kustomization");
+    let listed = text.replacen("resources:\n", "resources:\n- extra.yaml\n", 1);
+    std::fs::write(&kustomization, listed).expect("write");
+    let before = support::tree(&project.join("dist"));
+    let run = support::run_kopgen(&project, &["manifests"]);
+    assert_ne!(run.status, 0, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("extra.yaml") && run.stderr.contains("outside config/rbac"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        support::tree(&project.join("dist")),
+        before,
+        "the chart is unchanged"
+    );
+}

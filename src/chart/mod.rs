@@ -284,6 +284,24 @@ fn listed(changes: &ChangeSet, dir: &str) -> Result<Vec<(String, String)>, Chart
             continue;
         }
         let file = format!("config/{dir}/{entry}");
+        // As kustomize's load restrictor: a listed file must really be in its directory, not a
+        // link to a file elsewhere (a Secret outside the project would go into a published
+        // chart). kustomize refuses such a file too.
+        let on_disk = changes.root().join(&file);
+        if let (Ok(real), Ok(home)) = (
+            std::fs::canonicalize(&on_disk),
+            std::fs::canonicalize(changes.root().join("config").join(dir)),
+        ) && !real.starts_with(&home)
+        {
+            return Err(ChartError::Invalid {
+                file: path.clone(),
+                message: format!(
+                    "lists {entry}, which resolves to {} outside config/{dir}; kustomize's load \
+                     restrictor refuses it too: copy the file into config/{dir}",
+                    real.display()
+                ),
+            });
+        }
         let text = changes.read(&file)?.ok_or_else(|| ChartError::Invalid {
             file: path.clone(),
             message: format!("lists {entry}, which does not exist; kustomize fails on it too"),
