@@ -28,6 +28,7 @@ use crate::{
     Context, Error, Result,
     index::Index,
     kinds::{self, Child, KindScope, MANAGED_BY},
+    lock,
     sync::WatchErrors,
     watch,
 };
@@ -344,10 +345,6 @@ impl<C: Child> Cache for Typed<C> {
         }
         .boxed()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether `uid` is the controller owner of `object` (its JSON).

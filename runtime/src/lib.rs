@@ -52,6 +52,14 @@ mod watch;
 #[cfg(feature = "webhooks")]
 pub mod webhook;
 
+/// The guarded value, also after a panic elsewhere poisoned the lock: every value kept under
+/// these locks is whole after each statement.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub use children::Observed;
 pub use config::Config;
 pub use context::{Context, State};

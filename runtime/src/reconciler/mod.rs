@@ -86,6 +86,7 @@ use crate::{
     caches::owner_ref,
     children::{Caches, Children, Lookups, Observed},
     kinds::{self, Child},
+    lock,
     metrics::{Outcome, queue_key},
     recent::Recent,
     sync::WatchErrors,
@@ -304,14 +305,6 @@ impl<R: Reconcile> Shared<R> {
             lock(&self.own_written).remove(&uid);
         }
     }
-}
-
-/// The guarded value, also after a panic elsewhere poisoned the lock: every value kept under
-/// these locks is whole after each statement.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The entry point of `R`'s controller, to list in a project's `CONTROLLERS`

@@ -28,6 +28,7 @@ use crate::{
     Context,
     index::Index,
     kinds::{self, Child, KindScope},
+    lock,
     sync::WatchErrors,
     watch,
 };
@@ -411,10 +412,6 @@ impl<R: Reconcile> References<R> {
         let keys = &self.keys;
         lock(&self.index).apply(event, |object| (key_of(object), keys(object)));
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A cache of `C` that had its first list, holding those of `objects` that are of kind `C`.
