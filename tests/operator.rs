@@ -1128,8 +1128,10 @@ fn queue_depth_rises_while_reconciles_are_held_and_falls_back_to_zero() {
         ],
     );
     let context = || std::fs::read_to_string(&log).unwrap_or_default();
-    eventually("the manager answers /readyz", &context, || {
-        http_get(probes, "/readyz").filter(|(code, _)| *code == 200)
+    // `/readyz` is up once the servers are; the Blogs' watch must be open (the caches filled)
+    // before the proxy holds requests, or no Blog ever reaches the queue.
+    eventually("the manager's caches are filled", &context, || {
+        http_get(probes, "/readyz/caches").filter(|(code, _)| *code == 200)
     });
     let series = |name: &str| -> Option<f64> {
         let (_, body) = http_get(metrics, "/metrics")?;
