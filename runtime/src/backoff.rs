@@ -93,6 +93,24 @@ impl Backoff {
         error: &Error,
         metrics: &Metrics,
     ) -> Action {
+        let Some(delay) = self.retry_delay(controller, object, error, metrics) else {
+            return Action::await_change();
+        };
+        let key = queue_key(object.namespace().as_deref(), &object.name_any());
+        metrics.requeued(controller, &key, Instant::now() + delay, true);
+        Action::requeue(delay)
+    }
+
+    /// Logs and counts the failure of `object`'s reconcile with `error`, and says when to try
+    /// again by the error's class ([`Error::retry`]): after this object's next backoff delay,
+    /// after a fixed delay, or (`None`) at its next change.
+    pub(crate) fn retry_delay<K: Resource>(
+        &self,
+        controller: &str,
+        object: &K,
+        error: &Error,
+        metrics: &Metrics,
+    ) -> Option<Duration> {
         let retry = error.retry();
         metrics.reconcile_failed(controller, error, retry == Retry::OnChange);
         warn!(
@@ -103,20 +121,17 @@ impl Backoff {
             ?retry,
             "reconcile failed"
         );
-        let delay = match retry {
+        match retry {
             Retry::Backoff => {
                 let uid = object.uid().unwrap_or_default();
                 let own = jittered(self.next_delay(&uid), &uid);
                 let overall = (self.overall.lock())
                     .map_or(Duration::ZERO, |mut bucket| bucket.reserve(Instant::now()));
-                own.max(overall)
+                Some(own.max(overall))
             }
-            Retry::After(delay) => delay,
-            Retry::OnChange => return Action::await_change(),
-        };
-        let key = queue_key(object.namespace().as_deref(), &object.name_any());
-        metrics.requeued(controller, &key, Instant::now() + delay, true);
-        Action::requeue(delay)
+            Retry::After(delay) => Some(delay),
+            Retry::OnChange => None,
+        }
     }
 }
 

@@ -47,8 +47,8 @@
 mod apply;
 mod desired;
 mod finalizer;
+mod priority;
 mod report;
-mod resync;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -424,29 +424,48 @@ pub async fn run<R: Reconcile>(
     let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
     let config = controller::Config::default().concurrency(concurrency);
     let period = setup.resync.unwrap_or(ctx.timeouts.resync);
+    let room = usize::from(concurrency);
+    let depth = {
+        let metrics = metrics.clone();
+        move || metrics.depth(R::NAME)
+    };
     let resync = {
-        let (store, metrics) = (store.clone(), metrics.clone());
-        resync::ticks(period).flat_map(move |()| {
-            let depth = {
-                let metrics = metrics.clone();
-                move || metrics.depth(R::NAME)
-            };
+        let (store, metrics, depth) = (store.clone(), metrics.clone(), depth.clone());
+        priority::ticks(period).flat_map(move |()| {
             let metrics = metrics.clone();
-            resync::behind_new_work(store.state(), usize::from(concurrency), depth).map(
-                move |object| {
-                    let key = queue_key(object.namespace().as_deref(), &object.name_any());
-                    metrics.queued(R::NAME, &key);
-                    reflector::ObjectRef::from_obj(&*object)
-                },
-            )
+            let objects = futures::stream::iter(store.state());
+            priority::behind_new_work(objects, room, depth.clone()).map(move |object| {
+                let key = queue_key(object.namespace().as_deref(), &object.name_any());
+                metrics.queued(R::NAME, &key);
+                reflector::ObjectRef::from_obj(&*object)
+            })
         })
+    };
+    // A failed reconcile's retry, once its backoff delay is over, also waits for room.
+    let (retries, due) = priority::Retries::new();
+    let retried = {
+        let metrics = metrics.clone();
+        priority::behind_new_work(due, room, depth).map(move |object: reflector::ObjectRef<_>| {
+            let key = queue_key(object.namespace.as_deref(), &object.name);
+            metrics.requeued(R::NAME, &key, std::time::Instant::now(), true);
+            object
+        })
+    };
+    let error_policy = move |object: Arc<R::Kind>, error: &Error, shared: Arc<Shared<R>>| {
+        let metrics = &shared.ctx.metrics;
+        let delay = (shared.backoff).retry_delay(R::NAME, &*object, error, metrics);
+        if let Some(delay) = delay {
+            retries.send(reflector::ObjectRef::from_obj(&*object), delay);
+        }
+        Action::await_change()
     };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(mapped)
         .reconcile_on(resync)
+        .reconcile_on(retried)
         .with_config(config)
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile::<R>, error_policy::<R>, shared)
+        .run(reconcile::<R>, error_policy, shared)
         .for_each(|result| {
             let errors = errors.clone();
             let metrics = metrics.clone();

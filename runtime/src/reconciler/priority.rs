@@ -1,0 +1,109 @@
+//! What waits behind new work: the periodic resync of every cached object, and the retries of
+//! failed reconciles. controller-runtime's priority queue (its default since v0.23) puts both
+//! behind new events; kube-runtime's scheduler has no priorities, so each joins the queue only
+//! while fewer than `room` objects wait there, a retry once its backoff delay is over. New
+//! events and the owners of changed children go straight in, and so are never behind a whole
+//! resync or a wave of retries after an outage.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+
+use crate::backoff::jittered;
+
+/// How often a resync waiting for room looks at the queue again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// A tick every `period`, each up to 10% later (drawn per tick, as controller-runtime jitters
+/// its `SyncPeriod`), the first one a period after the start.
+pub(super) fn ticks(period: Duration) -> impl Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(0_u64, move |tick| async move {
+        tokio::time::sleep(jittered(period, &tick.to_string())).await;
+        Some(((), tick + 1))
+    })
+}
+
+/// `objects`, each let through only once fewer than `room` objects wait in the queue
+/// (`waiting`).
+pub(super) fn behind_new_work<T: Send + 'static>(
+    objects: impl Stream<Item = T> + Send + 'static,
+    room: usize,
+    waiting: impl Fn() -> usize + Send + Sync + 'static,
+) -> impl Stream<Item = T> + Send + 'static {
+    let waiting = std::sync::Arc::new(waiting);
+    objects.then(move |object| {
+        let waiting = waiting.clone();
+        async move {
+            while waiting() >= room.max(1) {
+                tokio::time::sleep(POLL).await;
+            }
+            object
+        }
+    })
+}
+
+/// Retries to make: each sent with its delay, and given back once the delay is over (all
+/// delays run at once). What it holds is bounded by the objects that failed: an object is
+/// retried once per failure.
+pub(super) struct Retries<T>(futures::channel::mpsc::UnboundedSender<(T, Duration)>);
+
+impl<T: Send + 'static> Retries<T> {
+    /// The sender, and the retries as they fall due.
+    pub(super) fn new() -> (Self, impl Stream<Item = T> + Send + 'static) {
+        let (sender, sent) = futures::channel::mpsc::unbounded();
+        let due = sent.flat_map_unordered(None, |(item, delay)| {
+            futures::stream::once(async move {
+                tokio::time::sleep(delay).await;
+                item
+            })
+            .boxed()
+        });
+        (Self(sender), due)
+    }
+
+    /// Retries `item` after `delay`.
+    pub(super) fn send(&self, item: T, delay: Duration) {
+        // Closed only once the controller stopped: nothing is left to retry.
+        let _ = self.0.unbounded_send((item, delay));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use super::*;
+
+    /// While the queue holds new work, no resync object joins it; as it drains, they come.
+    #[tokio::test(start_paused = true)]
+    async fn a_resync_waits_for_room_in_the_queue() {
+        let queued = Arc::new(AtomicUsize::new(5));
+        let waiting = {
+            let queued = queued.clone();
+            move || queued.load(Ordering::SeqCst)
+        };
+        let objects = futures::stream::iter(vec![1, 2, 3]);
+        let mut resync = Box::pin(behind_new_work(objects, 2, waiting));
+        let first = tokio::time::timeout(Duration::from_secs(10), resync.next()).await;
+        assert!(first.is_err(), "nothing while five objects wait");
+        queued.store(1, Ordering::SeqCst);
+        let all: Vec<_> = resync.collect().await;
+        assert_eq!(all, [1, 2, 3]);
+    }
+
+    /// Each retry comes back once its own delay is over, however many wait at once.
+    #[tokio::test(start_paused = true)]
+    async fn retries_fall_due_each_after_its_delay() {
+        let (retries, mut due) = Retries::new();
+        retries.send("slow", Duration::from_secs(10));
+        retries.send("fast", Duration::from_secs(1));
+        let started = tokio::time::Instant::now();
+        assert_eq!(due.next().await, Some("fast"));
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        assert_eq!(due.next().await, Some("slow"));
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+    }
+}
