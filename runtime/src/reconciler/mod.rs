@@ -442,19 +442,13 @@ pub async fn run<R: Reconcile>(
         })
     };
     // A failed reconcile's retry, once its backoff delay is over, also waits for room.
-    let (retries, due) = priority::Retries::new();
-    let retried = {
-        let metrics = metrics.clone();
-        priority::behind_new_work(due, room, depth).map(move |object: reflector::ObjectRef<_>| {
-            let key = queue_key(object.namespace.as_deref(), &object.name);
-            metrics.requeued(R::NAME, &key, std::time::Instant::now(), true);
-            object
-        })
-    };
+    let (retries, retried) = priority::Retries::new(room, depth);
     let error_policy = move |object: Arc<R::Kind>, error: &Error, shared: Arc<Shared<R>>| {
         let metrics = &shared.ctx.metrics;
         let delay = (shared.backoff).retry_delay(R::NAME, &*object, error, metrics);
         if let Some(delay) = delay {
+            let key = queue_key(object.namespace().as_deref(), &object.name_any());
+            metrics.requeued(R::NAME, &key, std::time::Instant::now() + delay, true);
             retries.send(reflector::ObjectRef::from_obj(&*object), delay);
         }
         Action::await_change()

@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use futures::{Stream, StreamExt};
 
 use crate::backoff::jittered;
@@ -43,22 +45,38 @@ pub(super) fn behind_new_work<T: Send + 'static>(
 }
 
 /// Retries to make: each sent with its delay, and given back once the delay is over (all
-/// delays run at once). What it holds is bounded by the objects that failed: an object is
+/// delays run at once) and fewer than `room` other objects wait in the queue (`waiting`, which
+/// counts a due retry too: it is in the queue's books from its failure on, as client-go's
+/// rate-limited adds are). What it holds is bounded by the objects that failed: an object is
 /// retried once per failure.
 pub(super) struct Retries<T>(futures::channel::mpsc::UnboundedSender<(T, Duration)>);
 
 impl<T: Send + 'static> Retries<T> {
-    /// The sender, and the retries as they fall due.
-    pub(super) fn new() -> (Self, impl Stream<Item = T> + Send + 'static) {
+    /// The sender, and the retries as they may enter the queue.
+    pub(super) fn new(
+        room: usize,
+        waiting: impl Fn() -> usize + Send + Sync + 'static,
+    ) -> (Self, impl Stream<Item = T> + Send + 'static) {
         let (sender, sent) = futures::channel::mpsc::unbounded();
-        let due = sent.flat_map_unordered(None, |(item, delay)| {
+        let due = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = due.clone();
+        let fallen_due = sent.flat_map_unordered(None, move |(item, delay)| {
+            let due = counted.clone();
             futures::stream::once(async move {
                 tokio::time::sleep(delay).await;
+                due.fetch_add(1, Ordering::AcqRel);
                 item
             })
             .boxed()
         });
-        (Self(sender), due)
+        let others = {
+            let due = due.clone();
+            move || waiting().saturating_sub(due.load(Ordering::Acquire))
+        };
+        let admitted = behind_new_work(fallen_due, room, others).inspect(move |_| {
+            due.fetch_sub(1, Ordering::AcqRel);
+        });
+        (Self(sender), admitted)
     }
 
     /// Retries `item` after `delay`.
@@ -94,16 +112,33 @@ mod tests {
         assert_eq!(all, [1, 2, 3]);
     }
 
-    /// Each retry comes back once its own delay is over, however many wait at once.
+    /// Each retry comes back once its own delay is over, however many wait at once, and a
+    /// due retry does not wait for itself (the queue counts it): only for other work.
     #[tokio::test(start_paused = true)]
-    async fn retries_fall_due_each_after_its_delay() {
-        let (retries, mut due) = Retries::new();
+    async fn retries_fall_due_each_after_its_delay_and_wait_for_other_work() {
+        let queued = Arc::new(AtomicUsize::new(0));
+        let waiting = {
+            let queued = queued.clone();
+            move || queued.load(Ordering::SeqCst)
+        };
+        let (retries, due) = Retries::new(1, waiting);
+        let mut due = Box::pin(due);
         retries.send("slow", Duration::from_secs(10));
         retries.send("fast", Duration::from_secs(1));
         let started = tokio::time::Instant::now();
+        // Due, and in the queue's books (as the queue counts an object due): not other work.
+        queued.store(1, Ordering::SeqCst);
         assert_eq!(due.next().await, Some("fast"));
         assert_eq!(started.elapsed(), Duration::from_secs(1));
+        queued.store(0, Ordering::SeqCst);
         assert_eq!(due.next().await, Some("slow"));
         assert_eq!(started.elapsed(), Duration::from_secs(10));
+        // New work waits: a due retry does not enter before it.
+        queued.store(3, Ordering::SeqCst);
+        retries.send("held", Duration::from_secs(1));
+        let held = tokio::time::timeout(Duration::from_secs(30), due.next()).await;
+        assert!(held.is_err(), "two others wait: the retry waits");
+        queued.store(1, Ordering::SeqCst);
+        assert_eq!(due.next().await, Some("held"));
     }
 }
