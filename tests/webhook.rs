@@ -16,6 +16,7 @@ use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
 use serde_json::Value;
 use support::control_plane::{ControlPlane, Options, free_port};
+use support::webhook_tls::{certificates, pointed_at, write_certificates};
 use support::{eventually, http_get, kubectl_ok};
 
 /// The user's code, replacing the scaffold's TODOs: a default, a refusal, a warning and a
@@ -34,65 +35,6 @@ const EDITS: &[(&str, &str)] = &[
         "        if old.spec.foo.as_deref() == Some(\"frozen\") && self.spec.foo != old.spec.foo {\n            return Err(Denied::new(\"foo is frozen\"));\n        }\n",
     ),
 ];
-
-/// A CA and the serving certificate it signed for 127.0.0.1, as PEM.
-struct Certificates {
-    ca: String,
-    cert: String,
-    key: String,
-}
-
-fn certificates(name: &str) -> Certificates {
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, name);
-    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().expect("key");
-    let mut serving = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-    serving
-        .subject_alt_names
-        .push(SanType::IpAddress(Ipv4Addr::LOCALHOST.into()));
-    let cert = serving.signed_by(&key, &issuer).expect("certificate");
-    Certificates {
-        ca: ca_pem,
-        cert: cert.pem(),
-        key: key.serialize_pem(),
-    }
-}
-
-fn write_certificates(dir: &Path, certificates: &Certificates) {
-    std::fs::write(dir.join("tls.crt"), &certificates.cert).expect("write");
-    std::fs::write(dir.join("tls.key"), &certificates.key).expect("write");
-}
-
-/// config/webhook/manifests.yaml with each webhook sent to `https://127.0.0.1:<port><path>`
-/// and trusting `ca`, as JSON documents for `kubectl apply`.
-fn pointed_at(manifests: &str, port: u16, ca: &str) -> String {
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(manifests) {
-        let Ok(mut doc) = <Value as serde::Deserialize>::deserialize(doc) else {
-            continue;
-        };
-        if doc.is_null() {
-            continue;
-        }
-        for webhook in doc["webhooks"].as_array_mut().expect("webhooks") {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .expect("a service path")
-                .to_owned();
-            webhook["clientConfig"] = serde_json::json!({
-                "url": format!("https://127.0.0.1:{port}{path}"),
-                "caBundle": bundle,
-            });
-        }
-        docs.push(doc.to_string());
-    }
-    docs.join("\n")
-}
 
 fn blog(name: &str, value: Option<&str>) -> String {
     let spec = value.map_or("{}".to_owned(), |v| format!("{{\"foo\": \"{v}\"}}"));

@@ -2,8 +2,10 @@
 //! look at what it printed and what it wrote.
 #![allow(dead_code)]
 
+pub mod blog;
 pub mod dashboards;
 pub mod scan;
+pub mod webhook_tls;
 
 use std::{
     collections::BTreeMap,
