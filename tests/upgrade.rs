@@ -401,3 +401,99 @@ fn what_cannot_be_upgraded_is_refused_and_nothing_changes() {
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(read(&project, "Makefile").contains("IMG ?= shop:latest"));
 }
+
+/// `kopgen upgrade` killed part-way (`kill -9`: the debug build's test hook aborts after the
+/// Nth file staged or placed): the next kopgen command finishes the write before it reads
+/// anything, so the tree is the one an uninterrupted upgrade writes (killed after it
+/// committed) or the old one, which the next `upgrade` then upgrades; either way nothing is
+/// left staged or set aside, and PROJECT names the version the tree has.
+#[test]
+fn an_upgrade_killed_while_writing_is_finished_by_the_next_command() {
+    let session = Session::new();
+    let clean = legacy_project(&session, "clean");
+    edit_as_a_user(&clean);
+    let run = support::run_kopgen(&clean, &["upgrade"]);
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    let upgraded = support::tree(&clean);
+    // What an upgrade places (files new or changed), in its order: by path, PROJECT last.
+    let before = {
+        let project = legacy_project(&session, "before");
+        edit_as_a_user(&project);
+        support::tree(&project)
+    };
+    let mut placed: Vec<&String> = (upgraded.iter())
+        .filter(|(path, bytes)| bytes.is_some() && before.get(*path) != Some(*bytes))
+        .map(|(path, _)| path)
+        .collect();
+    placed.sort_by_key(|path| path.as_str() == "PROJECT");
+    assert!(placed.len() > 10, "{placed:?}");
+
+    let killed = |name: &str, hook: &str, at: &str, next: &[&str]| {
+        let project = legacy_project(&session, name);
+        edit_as_a_user(&project);
+        let at = project.join(at);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
+            .arg("upgrade")
+            .current_dir(&project)
+            .env("SOURCE_DATE_EPOCH", support::SOURCE_DATE_EPOCH)
+            .env(hook, &at)
+            .output()
+            .expect("kopgen runs")
+            .status;
+        assert!(!status.success(), "{hook}={}: not killed", at.display());
+        assert!(
+            project.join(".kopgen-journal").exists(),
+            "{hook}={}",
+            at.display()
+        );
+        let rerun = support::run_kopgen(&project, next);
+        assert_eq!(
+            rerun.status, 0,
+            "{hook}:\n{}\n{}",
+            rerun.stdout, rerun.stderr
+        );
+        assert!(
+            rerun
+                .stderr
+                .contains("Finished the write an interrupted kopgen command left")
+        );
+        project
+    };
+    // Killed after the first file, half of them, or all but PROJECT were placed.
+    let last = placed.len() - 2;
+    for (n, at) in [placed[0], placed[placed.len() / 2], placed[last]]
+        .into_iter()
+        .enumerate()
+    {
+        let hook = "KOPGEN_TEST_ABORT_AFTER_PLACING";
+        let project = killed(&format!("placed-{n}"), hook, at, &["manifests", "--check"]);
+        let tree = support::tree(&project);
+        assert!(
+            tree == upgraded,
+            "killed after placing {at}: the tree differs from an uninterrupted upgrade in {:?}",
+            differing(&tree, &upgraded)
+        );
+    }
+    // Killed while staging: the old tree is back, and the next upgrade upgrades it.
+    let at = placed[placed.len() / 2];
+    let project = killed(
+        "staged",
+        "KOPGEN_TEST_ABORT_AFTER_STAGING",
+        at,
+        &["upgrade"],
+    );
+    let tree = support::tree(&project);
+    assert!(tree == upgraded, "{:?}", differing(&tree, &upgraded));
+}
+
+/// The paths whose contents differ between two trees, or that only one has.
+fn differing<K: Ord + std::fmt::Debug + Clone, V: PartialEq>(
+    a: &std::collections::BTreeMap<K, V>,
+    b: &std::collections::BTreeMap<K, V>,
+) -> Vec<K> {
+    let keys: std::collections::BTreeSet<&K> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}

@@ -7,13 +7,12 @@ mod support;
 
 use std::{
     collections::BTreeMap,
-    net::Ipv4Addr,
     path::{Path, PathBuf},
     process::{Child, Command},
 };
 
 use base64::Engine as _;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use serde_json::Value;
 use support::control_plane::{ControlPlane, Options, free_port};
 use support::webhook_tls::{certificates, pointed_at, write_certificates};

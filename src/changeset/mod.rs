@@ -13,6 +13,7 @@ use std::{
 use thiserror::Error;
 
 mod hold;
+pub mod journal;
 
 use hold::lock;
 pub use hold::{Held, hold};
@@ -203,6 +204,10 @@ impl ChangeSet {
             return Ok(changes);
         }
         let _lock = lock(&self.root);
+        journal::recover(&self.root).map_err(|error| ChangeError::Write {
+            path: self.root.join(journal::NAME),
+            error: io::Error::other(error.to_string()),
+        })?;
         let inside: Vec<PathBuf> = std::iter::once(&self.root)
             .chain(&self.allowed)
             .map(|dir| resolve(dir))
@@ -238,110 +243,215 @@ impl ChangeSet {
                 });
             }
         }
-        // What a killed run staged is removed before this run stages anything.
+        // What a killed run of an older kopgen staged (it kept no journal) is removed too.
         let parents: std::collections::BTreeSet<PathBuf> = changes
             .iter()
             .filter_map(|c| self.root.join(&c.path).parent().map(Path::to_path_buf))
             .collect();
         parents.iter().for_each(|dir| remove_stale_stages(dir));
+        let journal = self.plan(&changes).map_err(|error| ChangeError::Write {
+            path: self.root.clone(),
+            error,
+        })?;
         let mut created_dirs: Vec<PathBuf> = Vec::new();
-        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-        // Files to delete are moved aside first, so that a failure puts them back.
-        let mut set_aside: Vec<(PathBuf, PathBuf)> = Vec::new();
-        let result = (|| {
-            for change in changes.iter().filter(|c| c.kind == ChangeKind::Delete) {
-                let dest = self.root.join(&change.path);
-                let aside = staging_path(&dest, ASIDE_SUFFIX);
-                fs::rename(&dest, &aside).map_err(|error| ChangeError::Write {
-                    path: dest.clone(),
-                    error,
-                })?;
-                set_aside.push((aside, dest));
+        create_dirs(&self.root, &mut created_dirs).map_err(|error| ChangeError::Write {
+            path: self.root.clone(),
+            error,
+        })?;
+        let undo_staging = |created_dirs: &[PathBuf]| {
+            for place in &journal.places {
+                let _ = fs::remove_file(&place.stage);
             }
-            for change in changes.iter().filter(|c| c.kind != ChangeKind::Delete) {
-                let dest = self.root.join(&change.path);
-                let parent = dest.parent().unwrap_or(&self.root).to_path_buf();
-                create_dirs(&parent, &mut created_dirs).map_err(|error| ChangeError::Write {
-                    path: parent.clone(),
-                    error,
-                })?;
-                let stage = staging_path(&dest, STAGE_SUFFIX);
-                staged.push((stage.clone(), dest.clone()));
-                fs::write(&stage, &change.contents)
-                    .map_err(|error| ChangeError::Write { path: dest, error })?;
-            }
-            Ok(())
-        })();
-        if let Err(error) = result {
-            for (stage, _) in &staged {
-                let _ = fs::remove_file(stage);
-            }
-            for (aside, dest) in &set_aside {
-                let _ = fs::rename(aside, dest);
+            for delete in &journal.deletes {
+                let _ = fs::rename(&delete.aside, &delete.dest);
             }
             for dir in created_dirs.iter().rev() {
                 let _ = fs::remove_dir(dir);
             }
+        };
+        // Recorded before the tree is touched: a kill from here on is undone by the next run.
+        if let Err(error) = journal.record(&self.root) {
+            undo_staging(&created_dirs);
+            return Err(ChangeError::Write {
+                path: self.root.join(journal::NAME),
+                error,
+            });
+        }
+        let staged = (|| {
+            // Files to delete are moved aside first, so that a failure puts them back.
+            for delete in &journal.deletes {
+                fs::rename(&delete.dest, &delete.aside).map_err(|error| ChangeError::Write {
+                    path: delete.dest.clone(),
+                    error,
+                })?;
+            }
+            for (place, change) in journal
+                .places
+                .iter()
+                .zip(self.contents_of(&journal, &changes))
+            {
+                let parent = place.dest.parent().unwrap_or(&self.root).to_path_buf();
+                create_dirs(&parent, &mut created_dirs).map_err(|error| ChangeError::Write {
+                    path: parent.clone(),
+                    error,
+                })?;
+                fs::write(&place.stage, change).map_err(|error| ChangeError::Write {
+                    path: place.dest.clone(),
+                    error,
+                })?;
+                test_hook::staged(&place.dest);
+            }
+            // Committed: from here on a kill is rolled forward by the next run.
+            let committed = journal::Journal {
+                state: journal::State::Committed,
+                ..journal.clone()
+            };
+            committed
+                .record(&self.root)
+                .map_err(|error| ChangeError::Write {
+                    path: self.root.join(journal::NAME),
+                    error,
+                })
+        })();
+        if let Err(error) = staged {
+            journal::Journal::end(&self.root);
+            undo_staging(&created_dirs);
             return Err(error);
         }
         // Each file replaced is moved aside first, so that a rename failing part-way takes
         // back every one made before it: the tree is the old one or the new one.
-        let mut placed: Vec<(&PathBuf, Option<PathBuf>)> = Vec::new();
-        for (done, (stage, dest)) in staged.iter().enumerate() {
-            let replaced = fs::symlink_metadata(dest)
-                .is_ok()
-                .then(|| staging_path(dest, ASIDE_SUFFIX));
-            let result = match &replaced {
-                Some(aside) => fs::rename(dest, aside).and_then(|()| {
-                    place(stage, dest).inspect_err(|_| {
-                        let _ = fs::rename(aside, dest);
+        let mut placed: Vec<&journal::Placement> = Vec::new();
+        for (done, place) in journal.places.iter().enumerate() {
+            let replaced = fs::symlink_metadata(&place.dest).is_ok();
+            let result = match replaced {
+                true => fs::rename(&place.dest, &place.old).and_then(|()| {
+                    self::place(&place.stage, &place.dest).inspect_err(|_| {
+                        let _ = fs::rename(&place.old, &place.dest);
                     })
                 }),
-                None => place(stage, dest),
+                false => self::place(&place.stage, &place.dest),
             };
             if let Err(error) = result {
-                for (stage, _) in &staged[done..] {
-                    let _ = fs::remove_file(stage);
+                // Given up: the journal goes first, so that a kill while taking back leaves
+                // what is taken back, not a roll forward of what was removed.
+                journal::Journal::end(&self.root);
+                for place in &journal.places[done..] {
+                    let _ = fs::remove_file(&place.stage);
                 }
                 let mut kept = Vec::new();
-                for (dest, aside) in placed.iter().rev() {
-                    let undone = match aside {
-                        Some(aside) => fs::rename(aside, dest),
-                        None => fs::remove_file(dest),
+                for place in placed.iter().rev() {
+                    let undone = match fs::symlink_metadata(&place.old).is_ok() {
+                        true => fs::rename(&place.old, &place.dest),
+                        false => fs::remove_file(&place.dest),
                     };
                     if undone.is_err() {
-                        kept.push(dest.display().to_string());
+                        kept.push(place.dest.display().to_string());
                     }
                 }
-                for (aside, dest) in &set_aside {
-                    let _ = fs::rename(aside, dest);
+                for delete in &journal.deletes {
+                    let _ = fs::rename(&delete.aside, &delete.dest);
                 }
                 for dir in created_dirs.iter().rev() {
                     let _ = fs::remove_dir(dir);
                 }
                 if kept.is_empty() {
                     return Err(ChangeError::Write {
-                        path: dest.clone(),
+                        path: place.dest.clone(),
                         error,
                     });
                 }
                 // Only where taking a rename back failed too: say which, rather than "nothing".
                 return Err(ChangeError::Replace {
-                    path: dest.clone(),
+                    path: place.dest.clone(),
                     error,
                     replaced: kept.join(", "),
                 });
             }
-            placed.push((dest, replaced));
+            placed.push(place);
+            test_hook::placed(&place.dest);
         }
-        for aside in placed.iter().filter_map(|(_, aside)| aside.as_ref()) {
-            let _ = fs::remove_file(aside);
+        journal.clean_up();
+        for delete in &journal.deletes {
+            remove_empty_dirs(delete.dest.parent(), &self.root);
         }
-        for (aside, dest) in &set_aside {
-            let _ = fs::remove_file(aside);
-            remove_empty_dirs(dest.parent(), &self.root);
-        }
+        journal::Journal::end(&self.root);
         Ok(changes)
+    }
+
+    /// The journal of writing `changes`: where each is staged and set aside, PROJECT placed
+    /// last (it names the version the tree has), paths absolute.
+    fn plan(&self, changes: &[&Change]) -> io::Result<journal::Journal> {
+        let root = std::path::absolute(&self.root)?;
+        let mut places = Vec::new();
+        let mut deletes = Vec::new();
+        for change in changes {
+            let dest = root.join(&change.path);
+            match change.kind {
+                ChangeKind::Delete => deletes.push(journal::Deletion {
+                    aside: staging_path(&dest, ASIDE_SUFFIX),
+                    dest,
+                }),
+                _ => places.push(journal::Placement {
+                    stage: staging_path(&dest, STAGE_SUFFIX),
+                    old: staging_path(&dest, ASIDE_SUFFIX),
+                    dest,
+                }),
+            }
+        }
+        let last = root.join("PROJECT");
+        places.sort_by_key(|place| place.dest == last);
+        Ok(journal::Journal {
+            state: journal::State::Staging,
+            places,
+            deletes,
+        })
+    }
+
+    /// The contents of each of `journal`'s placements, in its order.
+    fn contents_of<'a>(&self, journal: &journal::Journal, changes: &[&'a Change]) -> Vec<&'a str> {
+        let by_dest: BTreeMap<PathBuf, &'a str> = changes
+            .iter()
+            .filter(|c| c.kind != ChangeKind::Delete)
+            .filter_map(|c| {
+                let dest = std::path::absolute(self.root.join(&c.path)).ok()?;
+                Some((dest, c.contents.as_str()))
+            })
+            .collect();
+        journal
+            .places
+            .iter()
+            .map(|place| by_dest.get(&place.dest).copied().unwrap_or_default())
+            .collect()
+    }
+}
+
+/// Stops the process where a test of kill recovery says (debug builds only): once the file
+/// `KOPGEN_TEST_ABORT_AFTER_STAGING` (an absolute path) is staged, or once
+/// `KOPGEN_TEST_ABORT_AFTER_PLACING` is placed, as `kill -9` would (no destructor, no clean-up).
+mod test_hook {
+    use std::path::Path;
+
+    #[cfg(debug_assertions)]
+    fn abort_at(variable: &str, dest: &Path) {
+        if std::env::var_os(variable).is_some_and(|at| Path::new(&at) == dest) {
+            std::process::abort();
+        }
+    }
+
+    pub(super) fn staged(dest: &Path) {
+        #[cfg(test)]
+        super::tests::die_here(&super::tests::DIE_AFTER_STAGED);
+        #[cfg(debug_assertions)]
+        abort_at("KOPGEN_TEST_ABORT_AFTER_STAGING", dest);
+        let _ = dest;
+    }
+
+    pub(super) fn placed(dest: &Path) {
+        #[cfg(test)]
+        super::tests::die_here(&super::tests::DIE_AFTER_PLACED);
+        #[cfg(debug_assertions)]
+        abort_at("KOPGEN_TEST_ABORT_AFTER_PLACING", dest);
+        let _ = dest;
     }
 }
 

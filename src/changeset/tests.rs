@@ -5,6 +5,198 @@ use super::*;
 thread_local! {
     /// The how-many-th [`place`] of this thread fails (0: none).
     pub(super) static FAIL_PLACING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The write of this thread dies (panics, leaving everything as a kill would) after the
+    /// how-many-th file staged (0: never).
+    pub(super) static DIE_AFTER_STAGED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// ... or after the how-many-th file placed.
+    pub(super) static DIE_AFTER_PLACED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Dies here if `counter` counts down to its last step.
+pub(super) fn die_here(counter: &'static std::thread::LocalKey<std::cell::Cell<usize>>) {
+    let left = counter.with(|n| {
+        let left = n.get();
+        n.set(left.saturating_sub(1));
+        left
+    });
+    if left == 1 {
+        panic!("killed");
+    }
+}
+
+/// Files a, b, c and gone (to delete) hold "old ..."; the change set writes a, b, c, d, a
+/// new directory's e and PROJECT as "new ...", and deletes gone.
+fn interrupted_write(
+    root: &Path,
+    counter: &'static std::thread::LocalKey<std::cell::Cell<usize>>,
+    after: usize,
+) {
+    for name in ["a", "b", "c", "gone", "PROJECT"] {
+        fs::write(root.join(name), format!("old {name}")).expect("write");
+    }
+    let mut set = ChangeSet::new(root);
+    for name in ["a", "b", "c", "d", "dir/e", "PROJECT"] {
+        set.put(name, format!("new {name}"));
+    }
+    set.remove("gone");
+    counter.with(|n| n.set(after));
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| set.write()));
+    counter.with(|n| n.set(0));
+    assert!(died.is_err(), "the write was killed");
+    assert!(root.join(journal::NAME).exists(), "the journal stays");
+}
+
+/// Every file below `root` with its contents, by relative path.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let name = e
+                .path()
+                .strip_prefix(root)
+                .expect("below")
+                .display()
+                .to_string();
+            (name, fs::read_to_string(e.path()).unwrap_or_default())
+        })
+        .collect()
+}
+
+fn expected(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_write_killed_after_it_committed_is_rolled_forward_by_the_next_run() {
+    for after in 1..=6 {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        interrupted_write(tmp.path(), &DIE_AFTER_PLACED, after);
+        assert!(journal::recover(tmp.path()).expect("recovers"));
+        assert_eq!(
+            tree(tmp.path()),
+            expected(&[
+                ("PROJECT", "new PROJECT"),
+                ("a", "new a"),
+                ("b", "new b"),
+                ("c", "new c"),
+                ("d", "new d"),
+                ("dir/e", "new dir/e"),
+            ]),
+            "killed after {after} placed"
+        );
+    }
+}
+
+#[test]
+fn a_write_killed_while_staging_is_undone_by_the_next_run() {
+    for after in 1..=6 {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        interrupted_write(tmp.path(), &DIE_AFTER_STAGED, after);
+        assert!(journal::recover(tmp.path()).expect("recovers"));
+        assert_eq!(
+            tree(tmp.path()),
+            expected(&[
+                ("PROJECT", "old PROJECT"),
+                ("a", "old a"),
+                ("b", "old b"),
+                ("c", "old c"),
+                ("gone", "old gone"),
+            ]),
+            "killed after {after} staged"
+        );
+        assert!(!tmp.path().join("dir").exists(), "no directory is left");
+    }
+}
+
+#[test]
+fn project_is_placed_last() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Killed after every file but one is placed: PROJECT still says the old version.
+    interrupted_write(tmp.path(), &DIE_AFTER_PLACED, 5);
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("PROJECT")).expect("PROJECT"),
+        "old PROJECT"
+    );
+}
+
+#[test]
+fn the_next_write_finishes_an_interrupted_one_before_its_own() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    interrupted_write(tmp.path(), &DIE_AFTER_PLACED, 2);
+    let mut set = ChangeSet::new(tmp.path());
+    set.put("f", "new f".into());
+    set.write().expect("writes");
+    let tree = tree(tmp.path());
+    assert_eq!(tree.get("d").map(String::as_str), Some("new d"), "{tree:?}");
+    assert_eq!(tree.get("f").map(String::as_str), Some("new f"), "{tree:?}");
+    assert_eq!(
+        tree.len(),
+        7,
+        "nothing staged or set aside is left: {tree:?}"
+    );
+}
+
+/// A journal is data on disk (a repository can carry one): it renames and removes only
+/// kopgen's own staged names, and only below the project.
+#[test]
+fn a_journal_never_touches_files_outside_the_project_or_not_staged_by_kopgen() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let (project, elsewhere) = (tmp.path(), outside.path());
+    fs::write(elsewhere.join("victim"), "mine").expect("write");
+    fs::write(elsewhere.join(".victim.1.2.kopgen-tmp"), "evil").expect("write");
+    fs::write(project.join("keep"), "mine").expect("write");
+    fs::write(project.join("evil"), "evil").expect("write");
+    let journal = journal::Journal {
+        state: journal::State::Committed,
+        places: vec![
+            journal::Placement {
+                stage: elsewhere.join(".victim.1.2.kopgen-tmp"),
+                dest: elsewhere.join("victim"),
+                old: elsewhere.join(".victim.1.2.kopgen-del"),
+            },
+            journal::Placement {
+                stage: project.join("evil"),
+                dest: project.join("keep"),
+                old: project.join(".keep.1.2.kopgen-del"),
+            },
+        ],
+        deletes: vec![journal::Deletion {
+            aside: elsewhere.join("victim"),
+            dest: project.join("x"),
+        }],
+    };
+    journal.record(project).expect("record");
+    assert!(journal::recover(project).expect("recovers"));
+    assert_eq!(
+        fs::read_to_string(elsewhere.join("victim")).expect("victim"),
+        "mine"
+    );
+    assert_eq!(
+        fs::read_to_string(project.join("keep")).expect("keep"),
+        "mine"
+    );
+    assert!(project.join("evil").exists());
+    assert!(!project.join(journal::NAME).exists());
+}
+
+#[test]
+fn an_unreadable_journal_is_named_and_left_for_the_user() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::write(tmp.path().join(journal::NAME), "{not json").expect("write");
+    let error = journal::recover(tmp.path())
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.contains(".kopgen-journal") && error.contains("git status"),
+        "{error}"
+    );
+    assert!(tmp.path().join(journal::NAME).exists());
 }
 
 #[test]

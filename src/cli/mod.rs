@@ -349,9 +349,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Delete(DeleteCommand::Webhook(args)) => Some(&args.path),
         Command::Edit(args) => Some(&args.path),
         Command::Upgrade(args) => Some(&args.path),
-        Command::Manifests(_) | Command::Crd(_) | Command::Version | Command::Completion { .. } => {
-            None
-        }
+        Command::Manifests(args) => Some(&args.path),
+        Command::Crd(_) | Command::Version | Command::Completion { .. } => None,
     };
     let _held = project.map(|path| {
         crate::changeset::hold(path, || {
@@ -361,6 +360,16 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             );
         })
     });
+    // A command killed while writing left a journal: finished (or undone) before anything is
+    // read, so that nothing plans from a half-written tree.
+    if let Some(path) = project
+        && crate::changeset::journal::recover(path)?
+    {
+        eprintln!(
+            "    Finished the write an interrupted kopgen command left in {}",
+            path.display()
+        );
+    }
     match cli.command {
         Command::Init(args) => {
             let options = InitOptions {
