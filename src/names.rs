@@ -24,6 +24,11 @@ pub enum NameError {
     )]
     ReservedProjectName(String, &'static str),
     #[error(
+        "invalid project name {0:?}: every kopgen project depends on the crate of that name, and a package cannot \
+         depend on one of its own name; pass --project-name with another name"
+    )]
+    DependencyName(String),
+    #[error(
         "invalid group {0:?}: a group must be a DNS-1123 label: lowercase letters, digits and '-', starting with a \
          letter, ending with a letter or digit, at most 63 characters (e.g. apps, batch, web-tools)"
     )]
@@ -177,11 +182,21 @@ const RESERVED_CRATE_NAMES: &[&str] = &[
     "deps",
     "examples",
     "incremental",
+];
+
+/// The scaffolded project's dependencies (templates/init/Cargo.toml.tera): a package cannot
+/// depend on a crate of its own name.
+const DEPENDENCIES: &[&str] = &[
+    "anyhow",
+    "clap",
+    "kopgen-runtime",
     "kube",
     "k8s-openapi",
     "schemars",
     "serde",
+    "serde-json",
     "tokio",
+    "tracing",
 ];
 
 pub fn validate_project_name(name: &str) -> Result<(), NameError> {
@@ -193,6 +208,9 @@ pub fn validate_project_name(name: &str) -> Result<(), NameError> {
             name.to_owned(),
             "it is a Rust keyword and",
         ));
+    }
+    if DEPENDENCIES.contains(&name) {
+        return Err(NameError::DependencyName(name.to_owned()));
     }
     if RESERVED_CRATE_NAMES.contains(&name) {
         return Err(NameError::ReservedProjectName(
@@ -427,6 +445,18 @@ mod tests {
 
     /// Kinds whose names the generated code already uses are refused: what the templates
     /// import, the prelude, and what kube-derive generates.
+    #[test]
+    fn a_project_cannot_take_the_name_of_a_crate_it_depends_on() {
+        for name in ["kopgen-runtime", "kube", "tokio", "serde-json"] {
+            let error = validate_project_name(name).expect_err(name).to_string();
+            assert!(
+                error.contains("depends on the crate of that name"),
+                "{error}"
+            );
+        }
+        assert!(validate_project_name("kopgen-runtime-demo").is_ok());
+    }
+
     #[test]
     fn kinds_that_would_clash_with_generated_code_are_refused() {
         for kind in [

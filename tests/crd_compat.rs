@@ -483,3 +483,57 @@ fn removing_the_stored_version_is_refused() {
         "{stderr}"
     );
 }
+
+/// A CRD named with a newline and an ANSI escape cannot forge `crd diff`'s output (a fake
+/// "0 error(s)" line): names from input are printed escaped. A CRD without a name, and one
+/// defined twice in one file, are refused saying so.
+#[test]
+fn crd_diff_prints_names_from_input_escaped_and_names_what_is_wrong() {
+    let session = support::Session::new();
+    let crd = |name: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {name}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{kind: W, plural: ws}}\n  versions: []\n"
+        )
+    };
+    let forged = "\"ws.example.com\\n0 CRD(s) compared: 0 error(s), 0 warning(s)\\u001b[2K\"";
+    session.write("old.yaml", &crd(forged));
+    session.write("new.yaml", "");
+    let run = support::run_kopgen(session.path(), &["crd", "diff", "old.yaml", "new.yaml"]);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stdout
+            .lines()
+            .all(|l| !l.starts_with("0 CRD(s) compared: 0 error(s)")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(r"\n0 CRD(s)") && run.stdout.contains(r"\u{1b}"),
+        "{}",
+        run.stdout
+    );
+
+    session.write("nameless.yaml", &crd("\"\""));
+    let run = support::run_kopgen(
+        session.path(),
+        &["crd", "diff", "nameless.yaml", "new.yaml"],
+    );
+    assert!(
+        run.stderr.contains("has no metadata.name"),
+        "{}",
+        run.stderr
+    );
+
+    session.write(
+        "twice.yaml",
+        &format!("{}---\n{}", crd("ws.example.com"), crd("ws.example.com")),
+    );
+    let run = support::run_kopgen(session.path(), &["crd", "diff", "twice.yaml", "new.yaml"]);
+    assert!(
+        run.stderr
+            .contains("CRD ws.example.com is defined twice in ")
+            && run.stderr.contains("twice.yaml"),
+        "{}",
+        run.stderr
+    );
+}

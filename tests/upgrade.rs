@@ -358,7 +358,21 @@ fn what_cannot_be_upgraded_is_refused_and_nothing_changes() {
     );
     set_version("0.0.7");
     let error = support::fails_cleanly_in(&project, &["upgrade"]);
-    assert!(error.contains("cannot upgrade from"), "{error}");
+    assert!(error.contains("older than any kopgen"), "{error}");
+    set_version("0.1.5");
+    let error = support::fails_cleanly_in(&project, &["upgrade"]);
+    assert!(error.contains("the kopgen release after it"), "{error}");
+    set_version("0.2.0-alpha");
+    let error = support::fails_cleanly_in(&project, &["upgrade"]);
+    assert!(error.contains("a pre-release"), "{error}");
+    for garbage in ["99999999999999999999.0.0", "-1.0.0", "'1.0'"] {
+        set_version(garbage);
+        let error = support::fails_cleanly_in(&project, &["upgrade"]);
+        assert!(
+            error.contains("is not a kopgen version"),
+            "{garbage}: {error}"
+        );
+    }
     set_version("0.1.0");
     let error = support::fails_cleanly_in(&session.join("refused/src"), &["upgrade"]);
     assert!(error.contains("no PROJECT file"), "{error}");
@@ -496,4 +510,82 @@ fn differing<K: Ord + std::fmt::Debug + Clone, V: PartialEq>(
         .filter(|k| a.get(*k) != b.get(*k))
         .cloned()
         .collect()
+}
+
+/// What stands where a scaffolded file was and cannot be merged is kept and said so, never
+/// taken for a deletion or replaced: a README too large to merge, a directory where the
+/// Dockerfile was, a Makefile that is a link (writing would replace the link with a file).
+#[test]
+fn what_cannot_be_merged_is_kept_with_the_reason() {
+    let session = Session::new();
+    let project = legacy_project(&session, "odd-files");
+    let readme = "# shop\n".repeat(3 << 20);
+    std::fs::write(project.join("README.md"), &readme).expect("write");
+    std::fs::remove_file(project.join("Dockerfile")).expect("rm");
+    std::fs::create_dir(project.join("Dockerfile")).expect("mkdir");
+    let makefile = session.join("shared-Makefile");
+    std::fs::rename(project.join("Makefile"), &makefile).expect("mv");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&makefile, project.join("Makefile")).expect("symlink");
+    let run = support::run_kopgen(&project, &["upgrade"]);
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("you deleted it"), "{}", run.stdout);
+    for (file, why) in [
+        ("README.md", "too large to merge"),
+        ("Dockerfile", "not a file"),
+        ("Makefile", "a symbolic link"),
+    ] {
+        assert!(
+            run.stdout.contains(&format!("keep {file}  ({why}")),
+            "{file}: {}",
+            run.stdout
+        );
+    }
+    assert_eq!(read(&project, "README.md"), readme);
+    assert!(project.join("Dockerfile").is_dir());
+    assert!(
+        std::fs::symlink_metadata(project.join("Makefile"))
+            .expect("Makefile")
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// An upgrade replays kopgen's scaffolding in a scratch directory under TMPDIR; the ones a
+/// killed upgrade left (their process gone) are removed by the next, a live one's are not.
+#[test]
+fn scratch_directories_of_killed_upgrades_are_removed() {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let session = Session::new();
+    let project = legacy_project(&session, "scratch");
+    let tmp = session.join("tmp");
+    // Process ids stop at 2^22 on Linux: this one is never alive.
+    let dead = tmp.join("kopgen-replay-999999999-0");
+    let alive = tmp.join(format!("kopgen-replay-{}-0", std::process::id()));
+    for dir in [&dead, &alive] {
+        std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    }
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
+        .args(["upgrade", "--dry-run"])
+        .current_dir(&project)
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("kopgen runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !dead.exists(),
+        "the killed upgrade's scratch directory stays"
+    );
+    assert!(
+        alive.exists(),
+        "a live process's scratch directory was removed"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").flatten().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }

@@ -72,7 +72,7 @@ impl Journal {
 
     /// Rolls a committed write forward: every staged file placed (what it replaces set aside
     /// first), then what was set aside removed.
-    fn roll_forward(&self) {
+    fn roll_forward(&self, root: &Path) {
         for place in &self.places {
             if fs::symlink_metadata(&place.stage).is_err() {
                 continue; // placed before the kill
@@ -85,6 +85,9 @@ impl Journal {
             let _ = fs::rename(&place.stage, &place.dest);
         }
         self.clean_up();
+        for delete in &self.deletes {
+            remove_empty_dirs(delete.dest.parent(), root);
+        }
     }
 
     /// Removes what a finished write set aside, and the directories its deletions emptied.
@@ -176,9 +179,10 @@ pub fn recover(root: &Path) -> Result<bool, Unreadable> {
     let journal: Journal =
         serde_json::from_str(&text).map_err(|e| unreadable(root, &path, e.to_string()))?;
     let journal = journal.below(root);
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.into());
     match journal.state {
-        State::Committed => journal.roll_forward(),
-        State::Staging => journal.undo(root),
+        State::Committed => journal.roll_forward(&absolute),
+        State::Staging => journal.undo(&absolute),
     }
     Journal::end(root);
     Ok(true)

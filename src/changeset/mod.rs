@@ -371,8 +371,9 @@ impl ChangeSet {
             test_hook::placed(&place.dest);
         }
         journal.clean_up();
+        let root = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
         for delete in &journal.deletes {
-            remove_empty_dirs(delete.dest.parent(), &self.root);
+            remove_empty_dirs(delete.dest.parent(), &root);
         }
         journal::Journal::end(&self.root);
         Ok(changes)

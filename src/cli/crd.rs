@@ -54,10 +54,11 @@ pub(super) fn run(command: CrdCommand, out: &mut dyn Write) -> anyhow::Result<()
     }
     let (mut errors, mut warnings) = (0, 0);
     for (name, (old_crd, origin)) in &old {
+        let shown = source::shown(name);
         let Some((new_crd, _)) = new.get(name) else {
             writeln!(
                 out,
-                "error[breaking/crdRemoval]: CRD {name} ({origin}) is missing from {}\n  help: keep the kind (serve no version of it, if it must go) until no object of it is left",
+                "error[breaking/crdRemoval]: CRD {shown} ({origin}) is missing from {}\n  help: keep the kind (serve no version of it, if it must go) until no object of it is left",
                 args.new
             )?;
             errors += 1;
@@ -86,7 +87,7 @@ pub(super) fn run(command: CrdCommand, out: &mut dyn Write) -> anyhow::Result<()
             };
             writeln!(
                 out,
-                "{level}[{}]: CRD {name}{place}{at}: {}\n  help: {}",
+                "{level}[{}]: CRD {shown}{place}{at}: {}\n  help: {}",
                 compat::rule(change.check, change.ratcheted),
                 change.message,
                 change.help()

@@ -95,10 +95,7 @@ fn report(upgrade: &Upgrade, dry_run: bool, out: &mut dyn Write) -> anyhow::Resu
                 "skip",
                 "you deleted it; kopgen's new version is not brought back",
             ),
-            Outcome::TooLarge => (
-                "keep",
-                "too large to merge: compare it with a new project's by hand",
-            ),
+            Outcome::Kept(why) => ("keep", *why),
         };
         if dry_run {
             writeln!(out, "would {verb} {}  ({why})", step.path)?;

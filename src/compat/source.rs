@@ -111,10 +111,17 @@ fn insert(revision: &mut Revision, origin: &str, value: Value) -> Result<(), Sou
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    if let Some((_, first)) = revision.get(&name) {
+    if name.is_empty() {
         return Err(SourceError::Read(format!(
-            "CRD {name} is defined twice: in {first} and in {origin}"
+            "a CustomResourceDefinition in {origin} has no metadata.name; give it its name (<plural>.<group>)"
         )));
+    }
+    if let Some((_, first)) = revision.get(&name) {
+        let shown = shown(&name);
+        return Err(SourceError::Read(match first == origin {
+            true => format!("CRD {shown} is defined twice in {origin}"),
+            false => format!("CRD {shown} is defined twice: in {first} and in {origin}"),
+        }));
     }
     revision.insert(name, (value, origin.to_owned()));
     Ok(())
@@ -185,26 +192,87 @@ fn git(rev: &str, path: &Path, cwd: &Path) -> Result<Revision, SourceError> {
         ],
     )
     .map_err(SourceError::Read)?;
-    let mut revision = Revision::new();
-    for file in listing
+    let files: Vec<&str> = listing
         .split('\0')
         .filter(|f| f.ends_with(".yaml") || f.ends_with(".yml"))
-    {
-        let object = format!("{commit}:{file}");
-        let size: u64 = run_git(cwd, &["cat-file", "-s", &object])
-            .map_err(SourceError::Read)?
-            .trim()
-            .parse()
-            .unwrap_or(u64::MAX);
+        .collect();
+    if let Some(odd) = files.iter().find(|f| f.contains('\n')) {
+        return Err(SourceError::Read(format!(
+            "{rev}:{} has a newline in its name; rename it",
+            shown(odd)
+        )));
+    }
+    // Two git processes in all, whatever the number of files: their sizes, then their bytes.
+    let objects: String = files.iter().map(|f| format!("{commit}:{f}\n")).collect();
+    let sizes = run_git_with_input(cwd, &["cat-file", "--batch-check=%(objectsize)"], &objects)
+        .map_err(SourceError::Read)?;
+    let sizes = String::from_utf8_lossy(&sizes);
+    for (file, size) in files.iter().zip(sizes.lines()) {
+        let size: u64 = size.trim().parse().unwrap_or(u64::MAX);
         if size > MAX_FILE {
             return Err(SourceError::Read(format!(
                 "{rev}:{file} is {size} bytes, more than a CRD file can be"
             )));
         }
-        let text = run_git(cwd, &["cat-file", "blob", &object]).map_err(SourceError::Read)?;
-        add(&mut revision, &format!("{rev}:{file}"), &text)?;
+    }
+    let blobs =
+        run_git_with_input(cwd, &["cat-file", "--batch"], &objects).map_err(SourceError::Read)?;
+    let mut rest = blobs.as_slice();
+    let mut revision = Revision::new();
+    for file in files {
+        let name = format!("{rev}:{file}");
+        let (text, after) = next_blob(rest).ok_or_else(|| {
+            SourceError::Read(format!("git cat-file gave no contents for {name}"))
+        })?;
+        rest = after;
+        let text = std::str::from_utf8(text)
+            .map_err(|_| SourceError::Read(format!("{name} is not UTF-8")))?;
+        add(&mut revision, &name, text)?;
     }
     Ok(revision)
+}
+
+/// The first object of `git cat-file --batch` output (`<oid> <type> <size>\n<bytes>\n`), and
+/// what follows it.
+fn next_blob(output: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = output.iter().position(|b| *b == b'\n')?;
+    let header = std::str::from_utf8(&output[..end]).ok()?;
+    let size: usize = header.rsplit(' ').next()?.parse().ok()?;
+    let body = output.get(end + 1..end + 1 + size)?;
+    let rest = output.get(end + 2 + size..).unwrap_or_default();
+    Some((body, rest))
+}
+
+/// `git args` with `input` on its standard input (written on a thread, so that neither pipe
+/// fills while the other waits), and what it printed.
+fn run_git_with_input(cwd: &Path, args: &[&str], input: &str) -> Result<Vec<u8>, String> {
+    use std::process::Stdio;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_owned();
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, input.as_bytes());
+        })
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
+    }
+    Ok(out.stdout)
 }
 
 fn run_git(cwd: &Path, args: &[&str]) -> Result<String, String> {
@@ -221,20 +289,63 @@ fn run_git(cwd: &Path, args: &[&str]) -> Result<String, String> {
     String::from_utf8(out.stdout).map_err(|_| format!("git {} printed non-UTF-8", args.join(" ")))
 }
 
+/// The most of kubectl's answer `kube://` reads: every CRD of a cluster with thousands of
+/// them, as JSON. A cluster with more is compared file by file instead.
+const MAX_CLUSTER: u64 = 256 << 20;
+
+/// How long `kube://` waits for the API server's answer.
+const CLUSTER_TIMEOUT: &str = "60s";
+
 /// Every CRD of the cluster in the kubeconfig, with its `status.storedVersions`.
 fn cluster() -> Result<Revision, SourceError> {
-    let out = Command::new("kubectl")
+    let mut child = Command::new("kubectl")
         .args(["get", "customresourcedefinitions", "-o", "json"])
-        .output()
+        .arg(format!("--request-timeout={CLUSTER_TIMEOUT}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| SourceError::Read(format!("cannot run kubectl (needed for kube://): {e}")))?;
-    if !out.status.success() {
+    // Read on a thread, so that a kubectl that fills its error pipe never blocks.
+    let stderr = child.stderr.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = std::io::Read::read_to_end(
+                &mut std::io::Read::take(&mut pipe, 64 << 10),
+                &mut text,
+            );
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+    let mut json = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        let read = std::io::Read::read_to_end(
+            &mut std::io::Read::take(stdout, MAX_CLUSTER + 1),
+            &mut json,
+        );
+        if read.is_err() || json.len() as u64 > MAX_CLUSTER {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SourceError::Read(format!(
+                "the cluster's CRDs are more than {} MiB as JSON: compare against files instead \
+                 (kubectl get crd NAME -o yaml > old.yaml)",
+                MAX_CLUSTER >> 20
+            )));
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| SourceError::Read(format!("kubectl: {e}")))?;
+    let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if !status.success() {
         return Err(SourceError::Read(format!(
             "kubectl get customresourcedefinitions failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            stderr.trim()
         )));
     }
-    let list: Value = serde_json::from_slice(&out.stdout)
+    let list: Value = serde_json::from_slice(&json)
         .map_err(|e| SourceError::Read(format!("kubectl printed no CRD list: {e}")))?;
+    drop(json);
     let mut revision = Revision::new();
     for item in list["items"].as_array().into_iter().flatten() {
         let mut item = item.clone();
@@ -281,4 +392,22 @@ fn existing_ancestor(path: &Path) -> (&Path, PathBuf) {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     (existing, rest)
+}
+
+/// A name read from input, printed so that it cannot forge output: quoted and escaped when it
+/// holds anything but visible characters (a newline, an ANSI escape, a bidi control).
+pub fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    let plain = name
+        .chars()
+        .all(|c| !c.is_control() && !c.is_whitespace() && !is_format(c));
+    match plain && !name.is_empty() {
+        true => name.into(),
+        false => format!("{:?}", name).into(),
+    }
+}
+
+/// Unicode's invisible format characters that reorder or hide text (bidi controls, zero
+/// widths), which `{:?}` escapes.
+fn is_format(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }

@@ -23,8 +23,8 @@ pub enum Outcome {
     KeptChanged { diff: String },
     /// The user deleted a file this kopgen writes differently now: it is not brought back.
     KeptDeleted,
-    /// Too large to merge (see `MERGE_LIMIT`): the user's, kept as it is.
-    TooLarge,
+    /// Not merged, kept as it is (too large to merge, a link, not a file, unreadable), and why.
+    Kept(&'static str),
 }
 
 /// Decides the fate of a file from its base, ours and theirs (`None`: no such file). A file

@@ -11,7 +11,10 @@ pub(crate) mod git;
 pub mod merge;
 pub mod replay;
 
-use std::path::{Path, PathBuf};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
 use thiserror::Error;
 
@@ -25,6 +28,8 @@ use crate::{
 };
 use merge::Outcome;
 use replay::ReplayError;
+
+use crate::regular_file::ReadError;
 
 /// What `kopgen upgrade` was asked to do.
 #[derive(Debug, Clone)]
@@ -47,13 +52,18 @@ pub enum UpgradeError {
         running: &'static str,
     },
     #[error(
-        "{path}: PROJECT names kopgen {found}, a version this kopgen cannot upgrade from (it knows {known}). Upgrade with the kopgen release after {found} first"
+        "{path}: PROJECT names kopgen {found}, which this kopgen cannot upgrade from (it knows {known}): {why}"
     )]
     Unknown {
         path: String,
         found: String,
         known: String,
+        why: &'static str,
     },
+    #[error(
+        "{path}: PROJECT's cliVersion \"{found}\" is not a kopgen version (major.minor.patch, as `kopgen version` prints it); restore PROJECT from git"
+    )]
+    NotAVersion { path: String, found: String },
     #[error(
         "{path}: git shows uncommitted changes ({files}). Commit or stash them first, so the upgrade is one change you can review and undo, or pass --allow-dirty"
     )]
@@ -144,28 +154,21 @@ pub fn plan(options: &UpgradeOptions) -> Result<Upgrade, UpgradeError> {
         if derived(path) || user_owned(path) {
             continue;
         }
-        let ours = crate::regular_file::read(&root.join(path)).ok();
-        let ours = match ours.map(String::from_utf8) {
-            // Not text: the user's, whatever kopgen wrote there.
-            Some(Err(_)) => continue,
-            Some(Ok(text)) => Some(text),
-            None => None,
-        };
-        let outcome = if ours.as_ref().is_some_and(|text| text.len() > MERGE_LIMIT) {
-            // A diff is quadratic at worst: a file this large is the user's, whatever it was.
-            Outcome::TooLarge
-        } else {
-            merge::decide(
+        let outcome = match read_ours(&root.join(path)) {
+            Ours::Text(ours) => merge::decide(
                 base.get(path).map(String::as_str),
                 ours.as_deref(),
                 theirs.get(path).map(String::as_str),
-            )
+            ),
+            // Not text: the user's, whatever kopgen wrote there.
+            Ours::Binary => continue,
+            Ours::Kept(why) => Outcome::Kept(why),
         };
         match &outcome {
             Outcome::Unchanged
             | Outcome::KeptChanged { .. }
             | Outcome::KeptDeleted
-            | Outcome::TooLarge => {}
+            | Outcome::Kept(_) => {}
             Outcome::Replace(text)
             | Outcome::Merged(text)
             | Outcome::Conflict(text)
@@ -196,20 +199,63 @@ pub fn plan(options: &UpgradeOptions) -> Result<Upgrade, UpgradeError> {
 
 fn version_error(root: &Path, found: &str) -> UpgradeError {
     let path = root.display().to_string();
-    let parse = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
-    if parse(found) > parse(crate::VERSION) {
-        UpgradeError::Newer {
+    let known = [Release::V0_1_0, Release::Current].map(Release::version);
+    let Ok(version) = semver::Version::parse(found) else {
+        return UpgradeError::NotAVersion {
+            path,
+            found: found.escape_debug().to_string(),
+        };
+    };
+    let running = semver::Version::parse(crate::VERSION).ok();
+    if running.is_some_and(|running| version > running) {
+        return UpgradeError::Newer {
             path,
             found: found.to_owned(),
             running: crate::VERSION,
-        }
+        };
+    }
+    let why = if !version.pre.is_empty() || !version.build.is_empty() {
+        "a pre-release or build of kopgen; upgrade from a release: set it to the release the project was made with"
+    } else if semver::Version::parse(known[0]).is_ok_and(|oldest| version < oldest) {
+        "older than any kopgen this one upgrades from; scaffold a new project and move your code into it"
     } else {
-        UpgradeError::Unknown {
-            path,
-            found: found.to_owned(),
-            known: [Release::V0_1_0, Release::Current]
-                .map(Release::version)
-                .join(", "),
+        "a release this kopgen does not know; upgrade with the kopgen release after it first"
+    };
+    UpgradeError::Unknown {
+        path,
+        found: found.to_owned(),
+        known: known.join(", "),
+        why,
+    }
+}
+
+/// What the project has where kopgen scaffolded a file.
+enum Ours {
+    /// Its text, or `None`: there is no file (the user deleted it).
+    Text(Option<String>),
+    /// Bytes that are not UTF-8.
+    Binary,
+    /// Something the upgrade leaves as it is, and why.
+    Kept(&'static str),
+}
+
+fn read_ours(path: &Path) -> Ours {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        // Writing would replace the link with a file.
+        return Ours::Kept("a symbolic link: yours, left as it is");
+    }
+    match crate::regular_file::read_at_most(path, MERGE_LIMIT as u64) {
+        Ok(bytes) => String::from_utf8(bytes).map_or(Ours::Binary, |text| Ours::Text(Some(text))),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ours::Text(None),
+        // A diff is quadratic at worst: a file this large is the user's, whatever it was.
+        Err(ReadError::TooLarge { .. }) => {
+            Ours::Kept("too large to merge: compare it with a new project's by hand")
+        }
+        Err(ReadError::NotRegular) => Ours::Kept(
+            "not a file (a directory, FIFO or device is there): move it away and upgrade again to get kopgen's",
+        ),
+        Err(ReadError::Io(_)) => {
+            Ours::Kept("cannot be read: make it readable and upgrade again to merge it")
         }
     }
 }

@@ -178,6 +178,7 @@ struct Scratch(PathBuf);
 impl Scratch {
     fn new() -> Result<Self, ReplayError> {
         let base = std::env::temp_dir();
+        remove_dead_scratches(&base);
         let mut attempt = 0u32;
         loop {
             let dir = base.join(format!("kopgen-replay-{}-{attempt}", std::process::id()));
@@ -200,5 +201,34 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes the scratch directories of upgrades that were killed (their process is gone), which
+/// no `Drop` removed. Where processes cannot be looked up (no `/proc`), they stay.
+fn remove_dead_scratches(base: &Path) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = (name.to_str())
+            .and_then(|n| n.strip_prefix("kopgen-replay-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, attempt)| {
+                attempt.parse::<u32>().ok()?;
+                pid.parse::<u32>().ok()
+            })
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && pid != std::process::id() && !proc.join(pid.to_string()).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
