@@ -590,3 +590,53 @@ fn a_listed_file_that_leaves_its_directory_is_refused() {
         "the chart is unchanged"
     );
 }
+
+/// With the chart on, every command that writes manifests renders the chart with them, so the
+/// project's `manifests --check` (its CI) passes right after `create` and `delete`; and
+/// `edit --helm` racing `create api` ends with the new kind in the chart whichever goes
+/// first (both hold the project).
+#[test]
+fn the_chart_follows_every_command_and_a_racing_edit() {
+    let session = support::Session::new();
+    let project = session.init_project("chartfollows", &[]);
+    ok(&project, "edit --helm");
+    let check = |after: &str| {
+        let run = support::run_kopgen(&project, &["manifests", "--check"]);
+        assert_eq!(run.status, 0, "after {after}: {}{}", run.stdout, run.stderr);
+    };
+    for line in [
+        "create api --group apps --version v1 --kind Blog",
+        "create webhook --group apps --version v1 --kind Blog --defaulting",
+        "delete webhook --group apps --version v1 --kind Blog --defaulting --force",
+        "delete api --group apps --version v1 --kind Blog --force",
+    ] {
+        ok(&project, line);
+        check(line);
+    }
+
+    for trial in 0..4 {
+        let project = session.init_project(&format!("race{trial}"), &[]);
+        let spawn = |args: &str| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
+                .args(args.split_whitespace())
+                .current_dir(&project)
+                .env("SOURCE_DATE_EPOCH", support::SOURCE_DATE_EPOCH)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("kopgen runs")
+        };
+        let mut edit = spawn("edit --helm");
+        let mut create = spawn("create api --group apps --version v1 --kind Blog");
+        assert!(edit.wait().expect("edit").success());
+        assert!(create.wait().expect("create").success());
+        assert!(
+            project
+                .join("dist/chart/templates/crd/apps.example.com_blogs.yaml")
+                .is_file(),
+            "trial {trial}: the chart lacks the new CRD"
+        );
+        let run = support::run_kopgen(&project, &["manifests", "--check"]);
+        assert_eq!(run.status, 0, "trial {trial}: {}{}", run.stdout, run.stderr);
+    }
+}

@@ -51,6 +51,11 @@ pub fn hold(root: &Path, waiting: impl FnOnce()) -> Held {
     let Ok(path) = fs::canonicalize(root) else {
         return Held { dir: None };
     };
+    if held().contains(&path) {
+        // Already held by this process (a command run from within another): the lock is
+        // per open file, so taking it again would wait for ourselves.
+        return Held { dir: None };
+    }
     let Ok(dir) = fs::File::open(&path) else {
         return Held { dir: None };
     };

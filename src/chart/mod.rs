@@ -311,6 +311,20 @@ fn listed(changes: &ChangeSet, dir: &str) -> Result<Vec<(String, String)>, Chart
     Ok(files)
 }
 
+/// Whether the file at `path` starts with [`HEADER`]: only that many bytes are read, whatever
+/// its size.
+fn starts_with_header(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut start = Vec::with_capacity(HEADER.len());
+    let read = std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, HEADER.len() as u64),
+        &mut start,
+    );
+    read.is_ok() && start == HEADER.as_bytes()
+}
+
 /// Every file below `dir` that kopgen wrote (it starts with [`HEADER`]).
 fn kopgen_templates(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -324,9 +338,7 @@ fn kopgen_templates(dir: &Path) -> Vec<PathBuf> {
         };
         if kind.is_dir() {
             found.extend(kopgen_templates(&path));
-        } else if kind.is_file()
-            && std::fs::read_to_string(&path).is_ok_and(|text| text.starts_with(HEADER))
-        {
+        } else if kind.is_file() && starts_with_header(&path) {
             found.push(path);
         }
     }

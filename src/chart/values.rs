@@ -235,10 +235,15 @@ pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
         None => None,
     };
     let model = model(facts);
-    if let (Some(text), Some(user)) = (existing, &user)
-        && has_every_key(&model, user)
-    {
-        return Ok(text.to_owned());
+    if let (Some(text), Some(user)) = (existing, &user) {
+        if has_every_key(&model, user) {
+            return Ok(text.to_owned());
+        }
+        // The missing keys added where they belong, every line of the user's kept (comments
+        // too), when the file is laid out in blocks; else the whole file is written again.
+        if let Some(added) = with_missing_keys(text, &model, user) {
+            return Ok(added);
+        }
     }
     let mut out = String::from(
         "# Values of the chart kopgen renders from the project (values.schema.json checks them).\n\
@@ -266,6 +271,112 @@ pub fn with_certificates(text: &str, mode: crate::project::Certificates) -> Stri
         }
     }
     out
+}
+
+/// `text` with the keys of `model` it lacks inserted at the end of their parent's block, each
+/// as kopgen writes it (its comment, its default); `None` where the layout does not allow it (a
+/// parent written in flow style, a tab) or the result would not read back with the user's
+/// values and every key.
+fn with_missing_keys(text: &str, model: &[Key], user: &serde_yaml::Value) -> Option<String> {
+    if text.contains('\t') || !string_keys(user) {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    missing_in_block(&lines, 0..lines.len(), None, model, user, &mut inserts)?;
+    inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    for (at, block) in inserts {
+        let added: Vec<String> = block.lines().map(str::to_owned).collect();
+        out.splice(at..at, added);
+    }
+    let mut result = out.join("\n");
+    result.push('\n');
+    let read: serde_yaml::Value = serde_yaml::from_str(&result).ok()?;
+    let kept = |v: &serde_yaml::Value| -> bool { same_user_values(user, v) };
+    (has_every_key(model, &read) && kept(&read)).then_some(result)
+}
+
+/// Whether every key of every mapping in `value` is a string, as Helm's values must be.
+fn string_keys(value: &serde_yaml::Value) -> bool {
+    match value {
+        serde_yaml::Value::Mapping(map) => map.iter().all(|(k, v)| k.is_string() && string_keys(v)),
+        serde_yaml::Value::Sequence(items) => items.iter().all(string_keys),
+        _ => true,
+    }
+}
+
+/// Whether every value of `user` is in `read` unchanged.
+fn same_user_values(user: &serde_yaml::Value, read: &serde_yaml::Value) -> bool {
+    match (user, read) {
+        (serde_yaml::Value::Mapping(user), serde_yaml::Value::Mapping(read)) => user
+            .iter()
+            .all(|(k, v)| read.get(k).is_some_and(|r| same_user_values(v, r))),
+        _ => user == read,
+    }
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Whether a line holds no key (blank or a comment).
+fn is_filler(line: &str) -> bool {
+    let trimmed = line.trim();
+    trimmed.is_empty() || trimmed.starts_with('#')
+}
+
+/// Collects the inserts that give the block `range` of `lines` (the value of a mapping whose
+/// key is indented `parent`, `None` at the top) the keys of `keys` it lacks.
+fn missing_in_block(
+    lines: &[&str],
+    range: std::ops::Range<usize>,
+    parent: Option<usize>,
+    keys: &[Key],
+    user: &serde_yaml::Value,
+    inserts: &mut Vec<(usize, String)>,
+) -> Option<()> {
+    let content: Vec<usize> = range.clone().filter(|i| !is_filler(lines[*i])).collect();
+    // The block's own indent: its first key's, or one step in from its parent.
+    let indent = content
+        .first()
+        .map(|i| indent_of(lines[*i]))
+        .unwrap_or_else(|| parent.map_or(0, |p| p + 2));
+    // After its last line with content, before the comments and blank lines that follow.
+    let end = content.last().map_or(range.start, |i| i + 1);
+    for key in keys {
+        let line = content.iter().copied().find(|i| {
+            let line = lines[*i];
+            indent_of(line) == indent
+                && line
+                    .trim_start()
+                    .strip_prefix(key.name)
+                    .is_some_and(|rest| rest.starts_with(':'))
+        });
+        match (user.get(key.name), &key.node, line) {
+            (None, _, _) => {
+                let mut block = String::new();
+                emit(std::slice::from_ref(key), None, "", &mut block).ok()?;
+                let pad = " ".repeat(indent);
+                let block: String = block.lines().map(|l| format!("{pad}{l}\n")).collect();
+                inserts.push((end, block));
+            }
+            (Some(_), Node::Leaf(..), _) => {}
+            (Some(value), Node::Branch(children), Some(at)) => {
+                // Its value must be a block below the key, not flow style on the key's line.
+                let rest = lines[at].trim_start()[key.name.len() + 1..].trim();
+                if !(rest.is_empty() || rest.starts_with('#')) || !value.is_mapping() {
+                    return None;
+                }
+                let below = (at + 1..range.end)
+                    .find(|i| !is_filler(lines[*i]) && indent_of(lines[*i]) <= indent)
+                    .unwrap_or(range.end);
+                missing_in_block(lines, at + 1..below, Some(indent), children, value, inserts)?;
+            }
+            (Some(_), Node::Branch(_), None) => return None,
+        }
+    }
+    Some(())
 }
 
 fn has_every_key(keys: &[Key], user: &serde_yaml::Value) -> bool {
@@ -420,6 +531,47 @@ mod tests {
         );
         assert_eq!(values["webhook"]["enable"], serde_yaml::Value::from(true));
         // A second render keeps it.
+        assert_eq!(render(&facts(), Some(&text)).expect("renders"), text);
+    }
+
+    /// The user's comments and layout stay when keys are added (kopgen 0.2's chart gained
+    /// keys): each missing key goes at the end of its parent's block, with kopgen's comment.
+    #[test]
+    fn keys_added_to_a_users_file_keep_its_comments() {
+        let full = render(&facts(), None).expect("renders");
+        // The user's file: kopgen's, commented, with `webhook` and `manager.image` gone.
+        let mut old = String::from("# Our team's values.\n");
+        let mut skip = None;
+        for line in full.lines() {
+            let indent = line.len() - line.trim_start().len();
+            if let Some(at) = skip {
+                if indent > at || line.trim_start().starts_with('#') && indent >= at {
+                    continue;
+                }
+                skip = None;
+            }
+            if line == "webhook:" || line == "  image:" {
+                skip = Some(indent);
+                continue;
+            }
+            old.push_str(line);
+            old.push('\n');
+            if line.trim_start().starts_with("replicas:") {
+                old.push_str("  # two zones\n");
+            }
+        }
+        let old = old.replace("replicas: 1", "replicas: 2 # HA");
+        let text = render(&facts(), Some(&old)).expect("renders");
+        for kept in ["# Our team's values.", "  # two zones", "replicas: 2 # HA"] {
+            assert!(text.contains(kept), "{kept:?} is gone:\n{text}");
+        }
+        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(2));
+        assert_eq!(values["webhook"]["enable"], serde_yaml::Value::from(true));
+        assert_eq!(
+            values["manager"]["image"]["tag"],
+            serde_yaml::Value::from("latest")
+        );
         assert_eq!(render(&facts(), Some(&text)).expect("renders"), text);
     }
 

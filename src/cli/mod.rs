@@ -561,15 +561,22 @@ fn record_and_render(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let file = path.join(crate::project::PROJECT_FILE);
-    let before = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let before = crate::regular_file::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let mut changes = ChangeSet::new(path.to_path_buf());
     changes.put(crate::project::PROJECT_FILE, project.render());
     finish(&changes, false, out)?;
-    run_manifests(path, out).map_err(|e| match std::fs::write(&file, &before) {
-        Ok(()) => e.context("kopgen edit: PROJECT is restored as it was; nothing changed"),
-        Err(restore) => e.context(format!(
-            "kopgen edit: PROJECT could not be restored ({restore}); put it back from version control"
-        )),
+    // Both writes happen while this command holds the project, and the restore is a write
+    // like any other (all or nothing, journaled).
+    run_manifests(path, out).map_err(|e| {
+        let mut restore = ChangeSet::new(path.to_path_buf());
+        restore.put(crate::project::PROJECT_FILE, before);
+        match restore.write() {
+            Ok(_) => e.context("kopgen edit: PROJECT is restored as it was; nothing changed"),
+            Err(restore) => e.context(format!(
+                "kopgen edit: PROJECT could not be restored ({restore}); put it back from version control"
+            )),
+        }
     })
 }
 

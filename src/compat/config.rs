@@ -103,7 +103,8 @@ impl Config {
 
     /// Reads a config file over kopgen's defaults.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        // A FIFO or `/dev/zero` where the file belongs is refused, not read for ever.
+        let text = crate::regular_file::read_to_string(path).map_err(|e| ConfigError {
             file: path.display().to_string(),
             line: 0,
             message: format!("cannot read it: {e}"),

@@ -48,20 +48,29 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
     let Ok(rules) = crate::rbac::collect(&sources) else {
         return;
     };
+    let role = crate::rbac::render(&rules, project.namespaced);
+    let webhooks = crate::webhooks::collect(&sources)
+        .ok()
+        .and_then(|found| crate::webhooks::render(&found));
+    // The chart, from the same files, as `kopgen manifests` renders it: a command never leaves
+    // it behind the CRDs and roles it wrote (the project's CI checks that it is current).
+    if project.helm {
+        let derived = crate::chart::Derived {
+            crds: &generated.outputs,
+            role: &role,
+            webhooks: webhooks.as_deref(),
+        };
+        // Where it cannot be rendered, `kopgen manifests` says why.
+        let _ = crate::chart::render(project, &derived, changes);
+    }
     for output in generated.outputs {
         changes.put(
             std::path::Path::new("config/crd/bases").join(output.path),
             output.contents,
         );
     }
-    changes.put(
-        "config/rbac/role.yaml",
-        crate::rbac::render(&rules, project.namespaced),
-    );
-    if let Some(webhooks) = crate::webhooks::collect(&sources)
-        .ok()
-        .and_then(|found| crate::webhooks::render(&found))
-    {
+    changes.put("config/rbac/role.yaml", role);
+    if let Some(webhooks) = webhooks {
         changes.put(crate::webhooks::PATH, webhooks);
     }
 }
