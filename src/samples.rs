@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::manifests::{rule_check, value_check};
 
+mod yaml11;
+
 /// `[sample]: <file>:<line>: ...` (the caller puts the level in front) for every sample document of a kind among `crds` that
 /// its version's schema refuses (`root`: the project; `shown`: how to print a path).
 pub fn problems(
@@ -33,16 +35,35 @@ pub fn problems(
     files.sort();
     let mut found = Vec::new();
     for file in files {
-        let Ok(text) = crate::regular_file::read_to_string(&file) else {
-            continue;
+        let text = match crate::regular_file::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) => {
+                found.push(format!(
+                    "[sample]: {}: cannot be read ({e})\n  help: a sample is a UTF-8 YAML file of at most {} MiB, as kubectl reads it",
+                    shown(&file),
+                    crate::regular_file::MAX_BYTES >> 20
+                ));
+                continue;
+            }
         };
-        if let Err((line, problem)) = crate::yaml::check_depth(&text) {
+        // kubectl reads a file that starts with a byte order mark as if it had none.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        if let Err((line, problem)) = crate::yaml::check_depth(text) {
             found.push(format!("[sample]: {}:{line}: {problem}", shown(&file)));
             continue;
         }
-        for (line, document) in documents(&text) {
-            let Ok(object) = serde_yaml::from_str::<Value>(document) else {
-                continue;
+        for (line, document) in documents(text) {
+            let document = yaml11::as_kubectl_reads(document);
+            let object = match serde_yaml::from_str::<Value>(&document) {
+                Ok(object) => object,
+                Err(e) => {
+                    let at = line + e.location().map_or(0, |l| l.line().saturating_sub(1));
+                    found.push(format!(
+                        "[sample]: {}:{at}: not YAML kubectl can apply: {e}",
+                        shown(&file)
+                    ));
+                    continue;
+                }
             };
             if let Some(problem) = problem(crds, &object) {
                 found.push(format!(

@@ -50,3 +50,48 @@ fn a_rule_over_the_cost_budget_is_not_run_on_the_sample() {
         "the cost lint names the rule:\n{said}"
     );
 }
+
+/// Samples are read as `kubectl apply` reads them (YAML 1.1): an unquoted `yes` where the
+/// schema wants a string is a boolean to kubectl and refused by the API server, so the check
+/// refuses it too; quoted, it passes. A sample that cannot be read (not UTF-8, a FIFO) or is
+/// not YAML is named, not skipped; a byte order mark is read past, as kubectl does.
+#[test]
+fn samples_are_read_as_kubectl_reads_them_and_none_is_skipped_unsaid() {
+    let session = Session::new();
+    let project = session.init_project("yaml11samples", &[]);
+    create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let samples = project.join("config/samples");
+    let sample = samples.join("apps_v1_blog.yaml");
+    let text = std::fs::read_to_string(&sample).expect("sample");
+    let check = || {
+        let run = support::run_kopgen(&project, &["manifests", "--check", "--derive", "static"]);
+        (run.status, format!("{}{}", run.stdout, run.stderr))
+    };
+    std::fs::write(&sample, text.replace("foo: bar", "foo: yes")).expect("write");
+    let (status, said) = check();
+    assert_ne!(status, 0, "{said}");
+    assert!(
+        said.contains("apps_v1_blog.yaml") && said.contains("foo"),
+        "{said}"
+    );
+    std::fs::write(
+        &sample,
+        format!("\u{feff}{}", text.replace("foo: bar", "foo: \"yes\"")),
+    )
+    .expect("write");
+    let (status, said) = check();
+    assert_eq!(status, 0, "{said}");
+
+    std::fs::write(samples.join("broken.yaml"), b"spec:\n  foo: \xff\xfe\n").expect("write");
+    std::fs::write(samples.join("notyaml.yaml"), "spec: [\n").expect("write");
+    let (status, said) = check();
+    assert_ne!(status, 0, "{said}");
+    assert!(said.contains("broken.yaml: cannot be read"), "{said}");
+    assert!(
+        said.contains("notyaml.yaml:") && said.contains("not YAML kubectl can apply"),
+        "{said}"
+    );
+}
