@@ -171,6 +171,9 @@ pub struct Unreadable {
 /// committed, undone otherwise. Call with the project locked, before reading the tree.
 pub fn recover(root: &Path) -> Result<bool, Unreadable> {
     let path = root.join(NAME);
+    if !root.is_dir() || fs::symlink_metadata(&path).is_err() {
+        return Ok(false); // no project yet, or nothing was interrupted
+    }
     let text = match crate::regular_file::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
