@@ -60,6 +60,27 @@ pub struct Rule {
 
 /// Finds and parses every RBAC marker in `text` (the contents of `file`).
 pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> {
+    // A marker written with a look-alike letter (a Cyrillic `с` in `rbac`) is no marker: it
+    // would grant nothing, silently, or look like it grants what it does not.
+    for marker in markers::find(text, &["+"]) {
+        let name = marker.body.split(['=', ' ']).next().unwrap_or_default();
+        if let Some(odd) = name.chars().find(|c| !c.is_ascii())
+            && name.contains(':')
+        {
+            return Err(SourceError {
+                file: file.to_path_buf(),
+                line: marker.line,
+                column: marker.column,
+                message: format!(
+                    "`+{}` looks like a marker but has the non-ASCII character {odd:?} (U+{:04X}): no marker is read from it",
+                    name.escape_debug(),
+                    u32::from(odd)
+                ),
+                help: Some("write markers in ASCII, e.g. `// +kopgen:rbac:groups=...`".into()),
+                unsupported: false,
+            });
+        }
+    }
     let mut rules = Vec::new();
     for marker in markers::find(text, PREFIXES) {
         let at = |message: String| {
@@ -79,6 +100,62 @@ pub fn parse_markers(file: &Path, text: &str) -> Result<Vec<Rule>, SourceError> 
         rules.push(parse_rule(marker.body).map_err(at)?);
     }
     Ok(rules)
+}
+
+/// The longest value shown in a message: a 2 MB name is named by its start.
+const SHOWN: usize = 64;
+
+fn shown(value: &str) -> String {
+    let mut start: String = value.chars().take(SHOWN).collect();
+    if start.len() < value.len() {
+        start.push_str("...");
+    }
+    format!("{start:?}")
+}
+
+/// The names a rule holds, as the API server takes them in a Role: API groups as DNS
+/// subdomains (or "" / core), resources as `resource[/subresource]` DNS labels (or `*`),
+/// resource names and URLs as visible ASCII.
+fn check_names(rule: &Rule) -> Result<(), String> {
+    use crate::names::{is_dns1123_label, is_dns1123_subdomain};
+    for group in &rule.groups {
+        if !(group.is_empty() || group == "*" || group == "core" || is_dns1123_subdomain(group)) {
+            return Err(format!(
+                "API group {} is not one: a DNS-1123 subdomain (e.g. apps, batch, example.com), \"\" or core for the core group, or *",
+                shown(group)
+            ));
+        }
+    }
+    for resource in &rule.resources {
+        let ok = resource
+            .splitn(2, '/')
+            .all(|part| part == "*" || is_dns1123_label(part));
+        if !ok {
+            return Err(format!(
+                "resource {} is not one: a lowercase plural (e.g. deployments), optionally with a subresource (deployments/scale), or *",
+                shown(resource)
+            ));
+        }
+    }
+    let visible =
+        |v: &str| v.len() <= 253 && !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic());
+    for name in &rule.resource_names {
+        if !visible(name) {
+            return Err(format!(
+                "resource name {} is not one: visible ASCII, at most 253 characters",
+                shown(name)
+            ));
+        }
+    }
+    for url in &rule.urls {
+        if !(url.len() <= 2048 && url.bytes().all(|b| b.is_ascii_graphic())) {
+            return Err(format!(
+                "non-resource URL {} is not one: a path of visible ASCII (e.g. /metrics)",
+                shown(url)
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn parse_rule(body: &str) -> Result<Rule, String> {
@@ -147,6 +224,7 @@ fn parse_rule(body: &str) -> Result<Rule, String> {
             "non-resource URL `{url}` must start with '/' (e.g. /metrics)"
         ));
     }
+    check_names(&rule)?;
     if let Some(namespace) = rule
         .namespace
         .as_deref()
@@ -414,6 +492,18 @@ mod tests {
                 "malformed list",
             ),
             ("// +kopgen:rbac:groups", "not key=value"),
+            (
+                "// +kopgen:rbac:groups=apps,resources=deploy\u{202e}ments,verbs=get",
+                "resource \"deploy\\u{202e}ments\" is not one",
+            ),
+            (
+                "// +kopgen:rbac:groups=Apps!,resources=deployments,verbs=get",
+                "API group \"Apps!\" is not one",
+            ),
+            (
+                "// +kopgen:rba\u{441}:groups=apps,resources=secrets,verbs=get",
+                "non-ASCII character '\u{441}'",
+            ),
         ] {
             let text = format!("fn main() {{}}\n{marker}\n");
             let error = parse_markers(Path::new("src/x.rs"), &text).expect_err(marker);

@@ -400,6 +400,16 @@ fn what_cannot_be_upgraded_is_refused_and_nothing_changes() {
     git(&["init", "-q"]);
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "scaffold"]);
+    // A program the repository's config names (a cloned repository can carry it) is not run.
+    let marker = session.join("fsmonitor-ran");
+    let monitor = session.join("fsmonitor.sh");
+    std::fs::write(&monitor, format!("#!/bin/sh\ntouch {}\n", marker.display())).expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    git(&["config", "core.fsmonitor", &monitor.display().to_string()]);
     edit(
         &project,
         "Makefile",
@@ -410,6 +420,10 @@ fn what_cannot_be_upgraded_is_refused_and_nothing_changes() {
     assert!(
         error.contains("uncommitted changes (Makefile)") && error.contains("--allow-dirty"),
         "{error}"
+    );
+    assert!(
+        !marker.exists(),
+        "git status ran the repository's core.fsmonitor"
     );
     let run = support::run_kopgen(&project, &["upgrade", "--allow-dirty"]);
     assert_eq!(run.status, 0, "{}", run.stderr);

@@ -14,7 +14,10 @@ pub fn uncommitted_among(root: &Path, paths: &[&Path]) -> Option<String> {
     if paths.is_empty() {
         return None;
     }
+    // `core.fsmonitor` names a program the repository's config chooses: git status would run
+    // it, so it is turned off (kopgen runs no code a cloned repository picks).
     let output = Command::new("git")
+        .args(["-c", "core.fsmonitor=false"])
         .args(["status", "--porcelain", "--untracked-files=normal", "--"])
         .args(paths)
         .current_dir(root)
