@@ -106,6 +106,40 @@ fn what_cannot_be_deleted_safely_is_refused_and_nothing_changes() {
         used.contains("src/controllers/apps/uses.rs:1") && used.contains("--force"),
         "{used}"
     );
+    // An alias is a use too.
+    std::fs::write(
+        &user,
+        "use crate::api::apps::{v1alpha1 as va};\n\npub fn name(blog: &va::Blog) -> String {\n    blog.spec.foo.clone().unwrap_or_default()\n}\n",
+    )
+    .expect("write");
+    let used = refused("--group apps --version v1alpha1 --kind Blog");
+    assert!(used.contains("src/controllers/apps/uses.rs:1"), "{used}");
+    // A type of the same name that is not the kind's is not (the module named in a comment).
+    std::fs::write(
+        &user,
+        "// Unlike crate::api::apps::v1alpha1, a Blog of our own.\npub struct Blog;\n\npub fn named(_: &Blog) {}\n",
+    )
+    .expect("write");
+    let run = support::run_kopgen(
+        &project,
+        &[
+            "delete",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Blog",
+            "--dry-run",
+        ],
+    );
+    assert!(
+        !run.stderr.contains("still uses"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
     std::fs::remove_file(&user).expect("remove");
     // Webhooks first.
     let run = support::run_kopgen(

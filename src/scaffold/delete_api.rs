@@ -466,6 +466,25 @@ fn refuse_uses(changes: &ChangeSet, resource: &Resource) -> Result<(), DeleteApi
             let Ok(Some(text)) = changes.read(&relative) else {
                 continue;
             };
+            let target = super::uses::Target {
+                group: &group_mod,
+                version: &version_mod,
+                items: &words,
+                module_gone: version_gone,
+            };
+            let inside = relative.starts_with(format!("src/api/{group_mod}/{version_mod}"));
+            match super::uses::first_use(&text, &target, inside) {
+                Ok(None) => continue,
+                Ok(Some(line)) => {
+                    return Err(DeleteApiError::InUse {
+                        file: relative.display().to_string(),
+                        line,
+                        what: format!("{}/{} {kind}", resource.group, resource.version),
+                    });
+                }
+                // Not Rust that parses: read as words, below.
+                Err(()) => {}
+            }
             let qualified = |word: &String| has_word(&text, &format!("{version_mod}::{word}"));
             if !has_word(&text, &module) && !words.iter().any(qualified) {
                 continue;

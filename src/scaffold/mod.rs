@@ -9,6 +9,7 @@ pub(crate) mod derived;
 mod edit;
 pub mod init;
 mod kind;
+mod uses;
 pub mod webhook;
 
 use std::time::{SystemTime, UNIX_EPOCH};
