@@ -137,7 +137,7 @@ impl Uses {
         let mut current: Vec<String> = Vec::new();
         let mut line = 0;
         let mut colons = 0;
-        let mut flush = |current: &mut Vec<String>, line: usize, paths: &mut Vec<_>| {
+        let flush = |current: &mut Vec<String>, line: usize, paths: &mut Vec<_>| {
             if !current.is_empty() {
                 paths.push((line, std::mem::take(current)));
             }
