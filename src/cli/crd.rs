@@ -64,6 +64,13 @@ pub(super) fn run(command: CrdCommand, out: &mut dyn Write) -> anyhow::Result<()
             errors += 1;
             continue;
         };
+        if compat::served_compared_in_sequence(new_crd) {
+            writeln!(
+                out,
+                "note: CRD {shown} serves more than {} versions: each served version is compared with the next, not with every other",
+                compat::MAX_PAIRWISE
+            )?;
+        }
         for change in compat::compare(old_crd, new_crd, &config) {
             let level = match change.enforcement {
                 Enforcement::Error => {

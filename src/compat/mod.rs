@@ -247,6 +247,10 @@ fn served_checks(old: &Value, new: &Value, config: &Config, out: &mut Vec<Change
     }
 }
 
+/// The most served versions compared pair by pair, as crdify does; past it (no real CRD comes
+/// near) each is compared with the next, so the work and the findings grow linearly.
+pub const MAX_PAIRWISE: usize = 32;
+
 fn served_pairs(crd: &Value, config: &Config) -> Vec<Change> {
     let mut served: Vec<&Value> = versions(crd)
         .into_iter()
@@ -256,18 +260,41 @@ fn served_pairs(crd: &Value, config: &Config) -> Vec<Change> {
     served.sort_by_key(|v| {
         std::cmp::Reverse(crate::manifests::kinds::version_priority(str_at(v, "name")))
     });
+    let schemas: Vec<&Value> = served
+        .iter()
+        .map(|v| &v["schema"]["openAPIV3Schema"])
+        .collect();
+    let flat: Vec<BTreeMap<Path, &Value>> = served.iter().map(|v| flatten(v)).collect();
+    let pairwise = served.len() <= MAX_PAIRWISE;
     let mut out = Vec::new();
-    for (i, older) in served.iter().enumerate() {
-        for newer in &served[i + 1..] {
+    for i in 0..served.len() {
+        let later = match pairwise {
+            true => i + 1..served.len(),
+            false => i + 1..(i + 2).min(served.len()),
+        };
+        for j in later {
+            // Two versions with one schema have nothing to tell apart.
+            if schemas[i] == schemas[j] {
+                continue;
+            }
             let scope = Scope::Served(format!(
                 "{} -> {}",
-                str_at(older, "name"),
-                str_at(newer, "name")
+                str_at(served[i], "name"),
+                str_at(served[j], "name")
             ));
-            compare_versions(older, newer, config, &scope, &mut out);
+            compare_flat(&flat[i], &flat[j], config, &scope, &mut out);
         }
     }
     out
+}
+
+/// Whether `crd` serves too many versions to compare every pair ([`MAX_PAIRWISE`]).
+pub fn served_compared_in_sequence(crd: &Value) -> bool {
+    let served = versions(crd)
+        .into_iter()
+        .filter(|v| v["served"] == Value::Bool(true))
+        .count();
+    served > MAX_PAIRWISE
 }
 
 /// Every property of `old` compared with the same property of `new`, children left out.
@@ -278,8 +305,19 @@ fn compare_versions(
     scope: &Scope,
     out: &mut Vec<Change>,
 ) {
-    let new_props = flatten(new);
-    for (path, old_node) in flatten(old) {
+    compare_flat(&flatten(old), &flatten(new), config, scope, out);
+}
+
+/// [`compare_versions`] of two versions already flattened.
+fn compare_flat(
+    old: &BTreeMap<Path, &Value>,
+    new_props: &BTreeMap<Path, &Value>,
+    config: &Config,
+    scope: &Scope,
+    out: &mut Vec<Change>,
+) {
+    for (path, old_node) in old {
+        let (path, old_node) = (path.clone(), *old_node);
         let mut a = without_children(old_node);
         let mut b = new_props
             .get(&path)

@@ -265,3 +265,39 @@ fn paths_read_as_crdify_prints_them_and_as_rust_fields() {
     assert_eq!(path.to_string(), "^.spec.ports.items.name.anyOf[1]");
     assert_eq!(path.fields(), ["spec", "ports", "[*]", "name"]);
 }
+
+/// Served versions cost what they hold, not their square: versions with one schema are not
+/// compared with each other (2,000 of them against themselves find nothing, at once), and past
+/// `MAX_PAIRWISE` each is compared with the next only (so 100 versions that each change a type
+/// give 99 findings, not 4,950).
+#[test]
+fn many_served_versions_are_compared_in_linear_work() {
+    let same: Vec<(String, Value)> = (1..=2000)
+        .map(|i| (format!("v{i}"), json!({"size": {"type": "integer"}})))
+        .collect();
+    let versions: Vec<(&str, bool, bool, Value)> = same
+        .iter()
+        .map(|(name, spec)| (name.as_str(), true, name == "v1", spec.clone()))
+        .collect();
+    let big = crd("Namespaced", &versions);
+    assert!(compare(&big, &big, &Config::kopgen()).is_empty());
+    assert!(served_compared_in_sequence(&big));
+
+    let types = ["integer", "string", "boolean"];
+    let names: Vec<String> = (1..=100).map(|i| format!("v{i}")).collect();
+    let versions: Vec<(&str, bool, bool, Value)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let spec = json!({"size": {"type": types[i % 3]}});
+            (name.as_str(), true, i == 0, spec)
+        })
+        .collect();
+    let new = crd("Namespaced", &versions);
+    let old = crd("Namespaced", &versions[..1]);
+    let served = compare(&old, &new, &Config::crdify())
+        .into_iter()
+        .filter(|c| matches!(c.scope, Scope::Served(_)))
+        .count();
+    assert_eq!(served, 99);
+}
