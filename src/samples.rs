@@ -13,6 +13,8 @@ use crate::manifests::{rule_check, value_check};
 
 mod yaml11;
 
+pub use yaml11::as_kubectl_reads;
+
 /// `[sample]: <file>:<line>: ...` (the caller puts the level in front) for every sample document of a kind among `crds` that
 /// its version's schema refuses (`root`: the project; `shown`: how to print a path).
 pub fn problems(

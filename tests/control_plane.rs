@@ -364,3 +364,78 @@ fn a_sample_failing_a_cel_rule_fails_the_check_and_the_server() {
         "{refused:?}"
     );
 }
+
+/// The samples check against the API server, rule by rule and sample by sample: for each, the
+/// check passes exactly when a server-side dry run of `kubectl apply` with the same sample is
+/// admitted (CEL's integer types and code points, YAML 1.1's booleans, octals and boolean keys
+/// as kubectl reads them).
+#[test]
+fn the_samples_check_agrees_with_the_api_server() {
+    let test = "the_samples_check_agrees_with_the_api_server";
+    let Some(plane) = support::control_plane(test, Options::default()) else {
+        return;
+    };
+    let session = support::Session::new();
+    let project = session.init_project("celdiff", &[]);
+    support::create_api_ok(&project, support::BLOG);
+    let types = project.join("src/api/apps/v1alpha1/blog.rs");
+    let scaffolded = std::fs::read_to_string(&types).expect("types");
+    let fields = "    #[serde(default)]\n    pub num: i64,\n    #[serde(default)]\n    pub text: String,\n    #[serde(default)]\n    pub flag: bool,\n    #[serde(default)]\n    pub list: Vec<i64>,\n    #[serde(default)]\n    pub y: i64,\n";
+    let sample = project.join("config/samples/apps_v1alpha1_blog.yaml");
+    let head = "apiVersion: apps.example.com/v1alpha1\nkind: Blog\nmetadata:\n  name: blog-sample\n  namespace: default\nspec:\n";
+    let cases: &[(&str, &str)] = &[
+        ("self.spec.num == 5", "  num: 5\n"),
+        ("self.spec.num in [1, 5, 7]", "  num: 5\n"),
+        ("self.spec.num in [1, 7]", "  num: 5\n"),
+        ("size(self.spec.text) == 1", "  text: \"é\"\n"),
+        ("size(self.spec.text) == 2", "  text: \"é\"\n"),
+        ("!!self.spec.flag", "  flag: true\n"),
+        ("self.spec.list.all(x, x > 0)", "  list: [1, 2]\n"),
+        ("self.spec.list.all(x, x > 0)", "  list: [1, -2]\n"),
+        // As kubectl reads YAML (1.1): an octal, a boolean, a key that is a boolean.
+        ("self.spec.num == 8", "  num: 010\n"),
+        ("self.spec.text.startsWith('y')", "  text: yes\n"),
+        ("self.spec.text.startsWith('y')", "  text: \"yes\"\n"),
+        ("self.spec.y == 1", "  y: 1\n"),
+    ];
+    let mut disagreements = Vec::new();
+    for (rule, spec) in cases {
+        let rule_line = format!("    validation = Rule::new({rule:?}),\n");
+        let edited = scaffolded
+            .replacen(
+                "    namespaced,\n",
+                &format!("    namespaced,\n{rule_line}"),
+                1,
+            )
+            .replacen("use kube::", "use kube::core::Rule;\nuse kube::", 1)
+            .replacen(
+                "    pub foo: Option<String>,\n",
+                &format!("    pub foo: Option<String>,\n{fields}"),
+                1,
+            );
+        std::fs::write(&types, edited).expect("edit");
+        let yaml = format!("{head}{spec}");
+        std::fs::write(&sample, &yaml).expect("sample");
+        let _ = support::run_kopgen(&project, &["manifests", "--derive", "static"]);
+        let checked =
+            support::run_kopgen(&project, &["manifests", "--check", "--derive", "static"]);
+        let kopgen_admits = checked.status == 0;
+        install_crds(&plane, &project);
+        let server = plane.kubectl_with_input(
+            &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+            &yaml,
+        );
+        let server_admits = server.status.success();
+        if kopgen_admits != server_admits {
+            disagreements.push(format!(
+                "{rule} with {}: kopgen {}, the API server {}\n{}{}",
+                spec.trim(),
+                if kopgen_admits { "admits" } else { "refuses" },
+                if server_admits { "admits" } else { "refuses" },
+                checked.stderr,
+                String::from_utf8_lossy(&server.stderr)
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}

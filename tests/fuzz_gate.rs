@@ -189,3 +189,26 @@ fn the_chart_reads_mutated_values_and_resources_without_panicking() {
         }
     }
 }
+
+/// The YAML readers of files users write: PROJECT, the depth pre-scan every reader runs first,
+/// and the samples' YAML 1.1 reading, on mutated real files: a result or an error, never a
+/// panic; the samples' reading keeps every line it does not rewrite.
+#[test]
+fn the_yaml_readers_never_panic_on_mutated_files() {
+    let project = "cliVersion: 0.2.0\ndomain: example.com\nlayout:\n- rust.kopgen.dev/v1\nprojectName: shop\nrepo: shop\nresources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  domain: example.com\n  group: apps\n  kind: Blog\n  version: v1\nversion: \"3\"\n";
+    let sample = "apiVersion: apps.example.com/v1\nkind: Blog\nmetadata:\n  name: blog-sample\nspec:\n  enabled: yes\n  mode: 0777\n  list:\n  - off\n  - key: N\n  text: |\n    yes\n  flow: [yes, {a: no}]\n";
+    let mut rng = Rng(0x5eed_0005);
+    for round in 0..3000 {
+        let seed = if round % 2 == 0 { project } else { sample };
+        let text = String::from_utf8_lossy(&mutate(&mut rng, seed.as_bytes())).into_owned();
+        let _ = kopgen::yaml::check_depth(&text);
+        let _ = kopgen::project::Project::parse(&text);
+        let read = kopgen::samples::as_kubectl_reads(&text);
+        assert_eq!(
+            read.lines().count(),
+            text.lines().count(),
+            "round {round}: lines lost\n{text}"
+        );
+        let _ = serde_yaml::from_str::<Value>(&read);
+    }
+}

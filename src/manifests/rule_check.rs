@@ -124,30 +124,14 @@ fn typed(schema: Option<&JSONSchemaProps>, value: &Value) -> cel::Value {
     }
 }
 
-/// Kubernetes' `size` of a string: its code points, not its bytes (`size("é") == 1`); lists and
-/// maps by their entries, as the `cel` crate counts them.
-fn size(
-    ftx: &cel::FunctionContext,
-    cel::extractors::This(this): cel::extractors::This<cel::Value>,
-) -> Result<i64, cel::ExecutionError> {
-    let size = match &this {
-        cel::Value::String(s) => s.chars().count(),
-        cel::Value::List(l) => l.len(),
-        cel::Value::Map(m) => m.map.len(),
-        cel::Value::Bytes(b) => b.len(),
-        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
-    };
-    Ok(i64::try_from(size).unwrap_or(i64::MAX))
-}
-
 /// The rule's verdict on `value`, or `None` where the crate cannot say (a function it lacks, a
 /// field the server would have defaulted, a rule it cannot parse).
 fn evaluate(rule: &str, value: &cel::Value) -> Option<bool> {
     // The crate is third-party code run on the user's rules: a panic in it is "cannot say".
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let program = cel::Program::compile(rule).ok()?;
+        // The crate's `size` of a string counts code points, as Kubernetes' does.
         let mut context = cel::Context::default();
-        context.add_function("size", size);
         context.add_variable_from_value("self", value.clone());
         match program.execute(&context).ok()? {
             cel::Value::Bool(verdict) => Some(verdict),
@@ -255,5 +239,15 @@ mod tests {
         );
         let skipped = std::collections::HashSet::from(["false".to_owned()]);
         assert_eq!(problem(&schema, &json!({}), &skipped), None);
+    }
+
+    /// Repeated unary operators cancel in pairs, as in cel-go (`cel` 0.13 read `!!x` as `!x`).
+    #[test]
+    fn repeated_negations_cancel_in_pairs() {
+        let yes = cel::Value::Bool(true);
+        assert_eq!(evaluate("!!self", &yes), Some(true));
+        assert_eq!(evaluate("!!!self", &yes), Some(false));
+        assert_eq!(evaluate("--1 == 1", &yes), Some(true));
+        assert_eq!(evaluate("size('é') == 1", &yes), Some(true));
     }
 }

@@ -32,16 +32,23 @@ pub fn as_kubectl_reads(document: &str) -> Cow<'_, str> {
         if scalar.starts_with(['|', '>']) {
             block_scalar = Some(indent);
         }
-        match read_as_yaml11(scalar.trim_end()) {
+        // A key YAML 1.1 reads as a boolean (`n:`, `on:`) becomes "false"/"true" to kubectl.
+        let key = key_as_yaml11(head);
+        let read = read_as_yaml11(scalar.trim_end());
+        if key.is_none() && read.is_none() {
+            out.push_str(line);
+            continue;
+        }
+        changed = true;
+        out.push_str(key.as_deref().unwrap_or(head));
+        match read {
             Some(read) => {
-                changed = true;
-                out.push_str(head);
                 out.push_str(&read);
                 out.push_str(comment);
-                out.push_str(&line[body.len()..]);
             }
-            None => out.push_str(line),
+            None => out.push_str(value),
         }
+        out.push_str(&line[body.len()..]);
     }
     if changed {
         Cow::Owned(out)
@@ -64,15 +71,30 @@ fn split_value(line: &str) -> (&str, &str) {
     }
     let rest = &line[at..];
     // A plain key (no quotes, no flow): `name: value`.
+    let colon = rest
+        .find(": ")
+        .or_else(|| rest.strip_suffix(':').map(str::len));
     if !rest.starts_with(['"', '\'', '[', '{'])
-        && let Some(colon) = rest.find(": ")
+        && let Some(colon) = colon
         && !rest[..colon].contains(['#', '"', '\''])
     {
-        let value_at = at + colon + 2;
+        let value_at = (at + colon + 2).min(line.len());
         let spaces = line[value_at..].len() - line[value_at..].trim_start().len();
         return line.split_at(value_at + spaces);
     }
     line.split_at(at)
+}
+
+/// `head` (a line up to its value) with its plain key quoted as the boolean YAML 1.1 reads it
+/// as, if it is one.
+fn key_as_yaml11(head: &str) -> Option<String> {
+    let key_end = head.trim_end().strip_suffix(':')?.len();
+    let start = head[..key_end]
+        .rfind(|c: char| c == ' ' || c == '-')
+        .map_or(0, |at| at + 1);
+    let key = &head[start..key_end];
+    let read = read_as_yaml11(key).filter(|r| r == "true" || r == "false")?;
+    Some(format!("{}\"{read}\"{}", &head[..start], &head[key_end..]))
 }
 
 /// The YAML 1.2 spelling of what YAML 1.1 (go-yaml v2) reads `plain` as, where the two differ.
@@ -117,6 +139,11 @@ mod tests {
         assert_eq!(
             read,
             "spec:\n  enabled: true\n  name: \"yes\"\n  other: 'no'\n  mode: 511 # octal\n  big: 1000\n  list:\n  - false\n  - key: false\n  text: |\n    yes\n    0777\n  after: true\n  plain: yesterday\n  zero: 0\n  hex: 0x1F\n"
+        );
+        let keys = as_kubectl_reads("spec:\n  n: 5\n  on:\n    y: x\n  - no: 1\n");
+        assert_eq!(
+            keys,
+            "spec:\n  \"false\": 5\n  \"true\":\n    \"true\": x\n  - \"false\": 1\n"
         );
         let untouched = "spec:\n  name: blog\n";
         assert!(matches!(as_kubectl_reads(untouched), Cow::Borrowed(_)));
