@@ -90,7 +90,7 @@ fn split_value(line: &str) -> (&str, &str) {
 fn key_as_yaml11(head: &str) -> Option<String> {
     let key_end = head.trim_end().strip_suffix(':')?.len();
     let start = head[..key_end]
-        .rfind(|c: char| c == ' ' || c == '-')
+        .rfind([' ', '-'])
         .map_or(0, |at| at + 1);
     let key = &head[start..key_end];
     let read = read_as_yaml11(key).filter(|r| r == "true" || r == "false")?;
