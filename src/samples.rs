@@ -56,10 +56,11 @@ pub fn problems(
         }
         for (line, document) in documents(text) {
             let document = yaml11::as_kubectl_reads(document);
-            let object = match serde_yaml::from_str::<Value>(&document) {
+            let object = match crate::yaml::from_str::<Value>(&document) {
                 Ok(object) => object,
                 Err(e) => {
-                    let at = line + e.location().map_or(0, |l| l.line().saturating_sub(1));
+                    let at = line + e.line.saturating_sub(1);
+                    let e = &e.message;
                     found.push(format!(
                         "[sample]: {}:{at}: not YAML kubectl can apply: {e}",
                         shown(&file)

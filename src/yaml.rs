@@ -8,6 +8,9 @@
 //! string (a field named `n` written plain would be `required: [false]` to kubectl). Long
 //! descriptions are folded (`>-`) and multi-line ones literal (`|-`), which both YAML versions
 //! read back to the same text. Why this writer and not serde_yaml: docs/ARCHITECTURE.md.
+//!
+//! Reading goes through the same library ([`from_str`], [`documents`]): one YAML library for
+//! everything kopgen reads and writes, with a nesting bound checked first.
 
 use serde::Serialize;
 
@@ -75,6 +78,59 @@ pub fn check_depth(text: &str) -> Result<(), (usize, String)> {
     Ok(())
 }
 
+/// Why a YAML text could not be read, and where (`line` 1-based, 0 when the parser cannot say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}", self.message),
+            line => write!(f, "line {line}: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+fn read_error(error: serde_saphyr::Error) -> ReadError {
+    let line = error
+        .location()
+        .map_or(0, |l| usize::try_from(l.line()).unwrap_or(0));
+    // The message alone: the line is the caller's to place (a file name, a document's offset).
+    let message = error.to_string();
+    ReadError { line, message }
+}
+
+fn depth(text: &str) -> Result<(), ReadError> {
+    check_depth(text).map_err(|(line, message)| ReadError { line, message })
+}
+
+/// The one YAML document of `text`, as `T`: the one reader kopgen reads YAML with, after
+/// [`check_depth`], with serde-saphyr's limits on aliases (an alias bomb is an error).
+pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ReadError> {
+    depth(text)?;
+    serde_saphyr::from_str_with_options(text, options()).map_err(read_error)
+}
+
+/// The reader's options: its defaults (YAML 1.1 booleans, as Kubernetes tooling reads them;
+/// duplicate keys refused; alias limits), with one-line messages: the caller names the file
+/// and line.
+fn options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.with_snippet = false;
+    options
+}
+
+/// Every document of `text` (`---`-separated), each as `T`.
+pub fn documents<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>, ReadError> {
+    depth(text)?;
+    serde_saphyr::from_multiple_with_options(text, options()).map_err(read_error)
+}
+
 /// [`check_depth`], as the error message of a reader that reports one string.
 pub fn bounded(text: &str) -> Result<&str, String> {
     match check_depth(text) {
@@ -86,6 +142,23 @@ pub fn bounded(text: &str) -> Result<&str, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reader_reads_what_kopgen_reads_and_says_where_it_cannot() {
+        use serde_json::{Value, json};
+        let value: Value = from_str("a: 1\nb: [x, 'y']\nc:\n").expect("reads");
+        assert_eq!(value, json!({"a": 1, "b": ["x", "y"], "c": null}));
+        assert_eq!(from_str::<Value>("").expect("empty"), Value::Null);
+        let docs: Vec<Value> = documents("a: 1\n---\nb: 2\n").expect("reads");
+        assert_eq!(docs, [json!({"a": 1}), json!({"b": 2})]);
+        let error = from_str::<Value>("a: 1\nb: [\n").expect_err("refused");
+        assert!(error.line >= 2, "{error}");
+        assert!(!error.message.contains('\n'), "one line: {error}");
+        let duplicated = from_str::<Value>("a: 1\na: 2\n").expect_err("refused");
+        assert!(duplicated.to_string().contains('a'), "{duplicated}");
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n";
+        assert!(from_str::<Value>(bomb).is_err(), "an alias bomb is refused");
+    }
 
     #[test]
     fn nesting_is_bounded_in_one_pass_and_scalars_do_not_count() {
@@ -148,6 +221,7 @@ mod tests {
         }
         assert!(text.contains("name:\n- name\n"), "{text}");
         assert!(text.contains("yesterday:\n- yesterday\n"), "{text}");
+        // serde_yaml, a reader of its own, as a second opinion (a test dependency only).
         let back: BTreeMap<String, Vec<String>> = serde_yaml::from_str(&text).expect("parses");
         assert_eq!(back, map);
     }

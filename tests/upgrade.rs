@@ -123,7 +123,8 @@ fn a_project_of_kopgen_0_1_0_moves_onto_the_runtime_keeping_the_users_changes() 
         run.stdout
     );
     assert!(
-        read(&project, "PROJECT").contains(&format!("cliVersion: {}", env!("CARGO_PKG_VERSION")))
+        read(&project, "PROJECT")
+            .contains(&format!("cliVersion: \"{}\"", env!("CARGO_PKG_VERSION")))
     );
     assert!(project.join("vendor/kopgen-runtime/src/lib.rs").is_file());
     assert!(read(&project, "Cargo.toml").contains("\"webhooks\","));

@@ -234,22 +234,11 @@ fn no_extra(docs: Vec<Value>) -> Vec<(Value, Vec<String>)> {
 
 /// The YAML documents of `text`, the empty ones left out.
 fn parse(text: &str, file: &str) -> Result<Vec<Value>, ChartError> {
-    let text = crate::yaml::bounded(text).map_err(|message| ChartError::Invalid {
+    let docs: Vec<Value> = crate::yaml::documents(text).map_err(|e| ChartError::Invalid {
         file: file.to_owned(),
-        message,
+        message: format!("{e}; the chart is rendered from it"),
     })?;
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value =
-            <Value as serde::Deserialize>::deserialize(doc).map_err(|e| ChartError::Invalid {
-                file: file.to_owned(),
-                message: format!("{e}; the chart is rendered from it"),
-            })?;
-        if !value.is_null() {
-            docs.push(value);
-        }
-    }
-    Ok(docs)
+    Ok(docs.into_iter().filter(|value| !value.is_null()).collect())
 }
 
 /// The resource files `config/<dir>/kustomization.yaml` lists (those in that directory), with
@@ -264,15 +253,14 @@ fn listed(changes: &ChangeSet, dir: &str) -> Result<Vec<(String, String)>, Chart
         #[serde(default)]
         resources: Vec<String>,
     }
-    let bounded = crate::yaml::bounded(&text).map_err(|message| ChartError::Invalid {
-        file: path.clone(),
-        message,
-    })?;
-    let kustomization: Kustomization =
-        serde_yaml::from_str(bounded).map_err(|e| ChartError::Invalid {
+    let kustomization: Option<Kustomization> =
+        crate::yaml::from_str(&text).map_err(|e| ChartError::Invalid {
             file: path.clone(),
             message: e.to_string(),
         })?;
+    let kustomization = kustomization.unwrap_or(Kustomization {
+        resources: Vec::new(),
+    });
     let mut files = Vec::new();
     for entry in kustomization.resources {
         let generated = matches!(

@@ -225,10 +225,10 @@ pub fn schema(facts: &Facts) -> String {
 /// `values.yaml`: `existing` (the user's file) when it has every key of the model, else the
 /// model's keys with the user's values, followed by the user's own keys.
 pub fn render(facts: &Facts, existing: Option<&str>) -> Result<String, String> {
-    let user: Option<serde_yaml::Value> = match existing {
-        Some(text) => match serde_yaml::from_str(crate::yaml::bounded(text)?) {
-            Ok(serde_yaml::Value::Null) => None,
-            Ok(value @ serde_yaml::Value::Mapping(_)) => Some(value),
+    let user: Option<Value> = match existing {
+        Some(text) => match crate::yaml::from_str(text) {
+            Ok(Value::Null) => None,
+            Ok(value @ Value::Object(_)) => Some(value),
             Ok(_) => return Err("not a mapping of values".into()),
             Err(e) => return Err(e.to_string()),
         },
@@ -277,8 +277,8 @@ pub fn with_certificates(text: &str, mode: crate::project::Certificates) -> Stri
 /// as kopgen writes it (its comment, its default); `None` where the layout does not allow it (a
 /// parent written in flow style, a tab) or the result would not read back with the user's
 /// values and every key.
-fn with_missing_keys(text: &str, model: &[Key], user: &serde_yaml::Value) -> Option<String> {
-    if text.contains('\t') || !string_keys(user) {
+fn with_missing_keys(text: &str, model: &[Key], user: &Value) -> Option<String> {
+    if text.contains('\t') {
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
@@ -292,24 +292,15 @@ fn with_missing_keys(text: &str, model: &[Key], user: &serde_yaml::Value) -> Opt
     }
     let mut result = out.join("\n");
     result.push('\n');
-    let read: serde_yaml::Value = serde_yaml::from_str(&result).ok()?;
-    let kept = |v: &serde_yaml::Value| -> bool { same_user_values(user, v) };
+    let read: Value = crate::yaml::from_str(&result).ok()?;
+    let kept = |v: &Value| -> bool { same_user_values(user, v) };
     (has_every_key(model, &read) && kept(&read)).then_some(result)
 }
 
-/// Whether every key of every mapping in `value` is a string, as Helm's values must be.
-fn string_keys(value: &serde_yaml::Value) -> bool {
-    match value {
-        serde_yaml::Value::Mapping(map) => map.iter().all(|(k, v)| k.is_string() && string_keys(v)),
-        serde_yaml::Value::Sequence(items) => items.iter().all(string_keys),
-        _ => true,
-    }
-}
-
 /// Whether every value of `user` is in `read` unchanged.
-fn same_user_values(user: &serde_yaml::Value, read: &serde_yaml::Value) -> bool {
+fn same_user_values(user: &Value, read: &Value) -> bool {
     match (user, read) {
-        (serde_yaml::Value::Mapping(user), serde_yaml::Value::Mapping(read)) => user
+        (Value::Object(user), Value::Object(read)) => user
             .iter()
             .all(|(k, v)| read.get(k).is_some_and(|r| same_user_values(v, r))),
         _ => user == read,
@@ -333,7 +324,7 @@ fn missing_in_block(
     range: std::ops::Range<usize>,
     parent: Option<usize>,
     keys: &[Key],
-    user: &serde_yaml::Value,
+    user: &Value,
     inserts: &mut Vec<(usize, String)>,
 ) -> Option<()> {
     let content: Vec<usize> = range.clone().filter(|i| !is_filler(lines[*i])).collect();
@@ -365,7 +356,7 @@ fn missing_in_block(
             (Some(value), Node::Branch(children), Some(at)) => {
                 // Its value must be a block below the key, not flow style on the key's line.
                 let rest = lines[at].trim_start()[key.name.len() + 1..].trim();
-                if !(rest.is_empty() || rest.starts_with('#')) || !value.is_mapping() {
+                if !(rest.is_empty() || rest.starts_with('#')) || !value.is_object() {
                     return None;
                 }
                 let below = (at + 1..range.end)
@@ -379,23 +370,18 @@ fn missing_in_block(
     Some(())
 }
 
-fn has_every_key(keys: &[Key], user: &serde_yaml::Value) -> bool {
+fn has_every_key(keys: &[Key], user: &Value) -> bool {
     keys.iter()
         .all(|key| match (user.get(key.name), &key.node) {
             (None, _) => false,
             (Some(_), Node::Leaf(..)) => true,
-            (Some(value), Node::Branch(keys)) => value.is_mapping() && has_every_key(keys, value),
+            (Some(value), Node::Branch(keys)) => value.is_object() && has_every_key(keys, value),
         })
 }
 
 /// The model's keys under `path` (empty: the top), with the user's values, then the user's own
 /// keys; a user's value where the model has keys below must be a mapping (or empty).
-fn emit(
-    keys: &[Key],
-    user: Option<&serde_yaml::Value>,
-    path: &str,
-    out: &mut String,
-) -> Result<(), String> {
+fn emit(keys: &[Key], user: Option<&Value>, path: &str, out: &mut String) -> Result<(), String> {
     let indent = if path.is_empty() {
         0
     } else {
@@ -416,12 +402,12 @@ fn emit(
             Node::Leaf(default, _) => {
                 let value = match mine {
                     Some(value) => value.clone(),
-                    None => serde_yaml::to_value(default).unwrap_or_default(),
+                    None => default.clone(),
                 };
                 out.push_str(&entry(key.name, &value, indent));
             }
             Node::Branch(keys) => {
-                if let Some(value) = mine.filter(|m| !m.is_mapping() && !m.is_null()) {
+                if let Some(value) = mine.filter(|m| !m.is_object() && !m.is_null()) {
                     let value = crate::yaml::to_string(value).unwrap_or_default();
                     return Err(format!(
                         "`{here}` is `{}` where a mapping of values is expected",
@@ -429,19 +415,14 @@ fn emit(
                     ));
                 }
                 out.push_str(&format!("{pad}{}:\n", key.name));
-                emit(keys, mine.filter(|m| m.is_mapping()), &here, out)?;
+                emit(keys, mine.filter(|m| m.is_object()), &here, out)?;
             }
         }
     }
     // The user's own keys at this level, after the model's.
-    if let Some(serde_yaml::Value::Mapping(map)) = user {
+    if let Some(Value::Object(map)) = user {
         for (name, value) in map {
-            let Some(name) = name.as_str() else {
-                return Err(format!(
-                    "a key that is not a string under `{}`",
-                    if path.is_empty() { "the top" } else { path }
-                ));
-            };
+            let name = name.as_str();
             if !keys.iter().any(|k| k.name == name) {
                 let name = crate::yaml::to_string(&name).unwrap_or_default();
                 out.push_str(&entry(name.trim_end(), value, indent));
@@ -452,12 +433,12 @@ fn emit(
 }
 
 /// `name: value` at `indent`, the value inline when it is a scalar or empty, else below.
-fn entry(name: &str, value: &serde_yaml::Value, indent: usize) -> String {
+fn entry(name: &str, value: &Value, indent: usize) -> String {
     let pad = " ".repeat(indent);
     let text = crate::yaml::to_string(value).unwrap_or_default();
     let inline = match value {
-        serde_yaml::Value::Sequence(items) => items.is_empty(),
-        serde_yaml::Value::Mapping(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
         _ => true,
     };
     if inline {
@@ -470,7 +451,7 @@ fn entry(name: &str, value: &serde_yaml::Value, indent: usize) -> String {
         return out;
     }
     let mut out = format!("{pad}{name}:\n");
-    let inner = if matches!(value, serde_yaml::Value::Sequence(_)) {
+    let inner = if matches!(value, Value::Array(_)) {
         indent
     } else {
         indent + 2
@@ -494,20 +475,17 @@ mod tests {
     #[test]
     fn the_rendered_values_read_back_as_the_model_defaults() {
         let text = render(&facts(), None).expect("renders");
-        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
-        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(1));
+        let values: Value = crate::yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], Value::from(1));
         assert_eq!(
             values["manager"]["resources"]["limits"]["cpu"],
-            serde_yaml::Value::from("500m")
+            Value::from("500m")
         );
         assert_eq!(
             values["webhook"]["certificates"],
-            serde_yaml::Value::from("cert-manager")
+            Value::from("cert-manager")
         );
-        assert_eq!(
-            values["manager"]["tolerations"],
-            serde_yaml::Value::Sequence(vec![])
-        );
+        assert_eq!(values["manager"]["tolerations"], Value::Array(vec![]));
         // A file with every key is kept as it is, comments and all.
         let edited = text.replace("replicas: 1", "replicas: 3 # mine");
         assert_eq!(render(&facts(), Some(&edited)).expect("renders"), edited);
@@ -517,19 +495,13 @@ mod tests {
     fn a_file_missing_keys_gets_them_and_keeps_the_users_values_and_keys() {
         let old = "manager:\n  replicas: 3\n  tolerations:\n  - key: a\n    operator: Exists\n  mine: x\nextra:\n  team: blue\n";
         let text = render(&facts(), Some(old)).expect("renders");
-        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
-        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(3));
-        assert_eq!(
-            values["manager"]["tolerations"][0]["key"],
-            serde_yaml::Value::from("a")
-        );
-        assert_eq!(values["manager"]["mine"], serde_yaml::Value::from("x"));
-        assert_eq!(values["extra"]["team"], serde_yaml::Value::from("blue"));
-        assert_eq!(
-            values["manager"]["image"]["tag"],
-            serde_yaml::Value::from("latest")
-        );
-        assert_eq!(values["webhook"]["enable"], serde_yaml::Value::from(true));
+        let values: Value = crate::yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], Value::from(3));
+        assert_eq!(values["manager"]["tolerations"][0]["key"], Value::from("a"));
+        assert_eq!(values["manager"]["mine"], Value::from("x"));
+        assert_eq!(values["extra"]["team"], Value::from("blue"));
+        assert_eq!(values["manager"]["image"]["tag"], Value::from("latest"));
+        assert_eq!(values["webhook"]["enable"], Value::from(true));
         // A second render keeps it.
         assert_eq!(render(&facts(), Some(&text)).expect("renders"), text);
     }
@@ -565,13 +537,10 @@ mod tests {
         for kept in ["# Our team's values.", "  # two zones", "replicas: 2 # HA"] {
             assert!(text.contains(kept), "{kept:?} is gone:\n{text}");
         }
-        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
-        assert_eq!(values["manager"]["replicas"], serde_yaml::Value::from(2));
-        assert_eq!(values["webhook"]["enable"], serde_yaml::Value::from(true));
-        assert_eq!(
-            values["manager"]["image"]["tag"],
-            serde_yaml::Value::from("latest")
-        );
+        let values: Value = crate::yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["manager"]["replicas"], Value::from(2));
+        assert_eq!(values["webhook"]["enable"], Value::from(true));
+        assert_eq!(values["manager"]["image"]["tag"], Value::from("latest"));
         assert_eq!(render(&facts(), Some(&text)).expect("renders"), text);
     }
 
@@ -579,12 +548,12 @@ mod tests {
     fn the_certificate_mode_is_switched_in_place() {
         let text = render(&facts(), None).expect("renders") + "mine:\n  certificates: x\n";
         let switched = with_certificates(&text, crate::project::Certificates::SelfManaged);
-        let values: serde_yaml::Value = serde_yaml::from_str(&switched).expect("YAML");
+        let values: Value = crate::yaml::from_str(&switched).expect("YAML");
         assert_eq!(
             values["webhook"]["certificates"],
-            serde_yaml::Value::from("self-managed")
+            Value::from("self-managed")
         );
-        assert_eq!(values["mine"]["certificates"], serde_yaml::Value::from("x"));
+        assert_eq!(values["mine"]["certificates"], Value::from("x"));
         assert_eq!(switched.lines().count(), text.lines().count());
     }
 
@@ -597,8 +566,8 @@ mod tests {
         assert!(render(&facts(), Some("? [a]\n: b\n")).is_err());
         // A value on several lines stays one value.
         let text = render(&facts(), Some("notes: \"one\\ntwo\\n\"\n")).expect("renders");
-        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
-        assert_eq!(values["notes"], serde_yaml::Value::from("one\ntwo\n"));
+        let values: Value = crate::yaml::from_str(&text).expect("YAML");
+        assert_eq!(values["notes"], Value::from("one\ntwo\n"));
     }
 
     #[test]

@@ -263,7 +263,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         let crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
             outputs
                 .iter()
-                .filter_map(|o| serde_yaml::from_str(&o.contents).ok())
+                .filter_map(|o| crate::yaml::from_str(&o.contents).ok())
                 .collect();
         let level = if args.check { "error" } else { "warning" };
         for problem in crate::samples::problems(&root, &crds, &|p| display_path(&cwd, p)) {
@@ -466,10 +466,8 @@ fn display_path(cwd: &Path, path: &Path) -> String {
 
 /// Whether two YAML texts hold the same documents (comments and style aside).
 fn same_documents(a: &str, b: &str) -> bool {
-    fn documents(text: &str) -> Option<Vec<serde_yaml::Value>> {
-        serde_yaml::Deserializer::from_str(text)
-            .map(|doc| serde::Deserialize::deserialize(doc).ok())
-            .collect()
+    fn documents(text: &str) -> Option<Vec<serde_json::Value>> {
+        crate::yaml::documents(text).ok()
     }
     match (documents(a), documents(b)) {
         (Some(a), Some(b)) => a == b,

@@ -118,13 +118,8 @@ impl Config {
 
     /// Parses a config file's text over kopgen's defaults; errors carry a line (0: unknown).
     pub fn parse(text: &str) -> Result<Config, (usize, String)> {
-        crate::yaml::check_depth(text)?;
-        let file: File = if text.trim().is_empty() {
-            File::default()
-        } else {
-            serde_yaml::from_str(text)
-                .map_err(|e| (e.location().map_or(0, |l| l.line()), e.to_string()))?
-        };
+        let file: Option<File> = crate::yaml::from_str(text).map_err(|e| (e.line, e.message))?;
+        let file = file.unwrap_or_default();
         let mut config = Config::kopgen();
         if let Some(unhandled) = file.unhandled_enforcement {
             config.unhandled = unhandled;

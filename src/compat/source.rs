@@ -8,7 +8,6 @@ use std::{
     process::Command,
 };
 
-use serde::Deserialize as _;
 use serde_json::Value;
 
 /// The most a single CRD file may hold: etcd refuses a CRD well before this.
@@ -84,20 +83,12 @@ fn files(path: &Path) -> Result<Revision, SourceError> {
 
 /// The CRD documents of one YAML text, added to `revision`.
 fn add(revision: &mut Revision, origin: &str, text: &str) -> Result<(), SourceError> {
-    if let Err((line, message)) = crate::yaml::check_depth(text) {
-        let file = origin.to_owned();
-        return Err(SourceError::Yaml {
-            file,
-            line,
-            message,
-        });
-    }
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|e| SourceError::Yaml {
-            file: origin.to_owned(),
-            line: e.location().map_or(0, |l| l.line()),
-            message: e.to_string(),
-        })?;
+    let documents: Vec<Value> = crate::yaml::documents(text).map_err(|e| SourceError::Yaml {
+        file: origin.to_owned(),
+        line: e.line,
+        message: e.message,
+    })?;
+    for value in documents {
         insert(revision, origin, value)?;
     }
     Ok(())

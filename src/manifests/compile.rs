@@ -187,9 +187,9 @@ fn request(index: &Index, kind: &Kind, krate: &Crate) -> Result<Request, Manifes
 fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutput {
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-        serde_yaml::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
+        serde_json::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
     super::render::apply_settings(&mut crd, options);
-    // Written by kopgen's writer, as the static path writes it (the program's YAML is only how
+    // Written by kopgen's writer, as the static path writes it (the program's JSON is only how
     // the CRD travels here).
     let yaml = crate::yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;
     let contents = format!("{HEADER}{yaml}");
@@ -205,8 +205,8 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
 /// The name the crdgen program gives the user's crate.
 pub const USER_CRATE: &str = "user_crate";
 
-/// Builds and runs the crdgen program for `requests`: per request, the YAML of its CRD as
-/// `serde_yaml::to_string(&crd)` writes it, or the message `crd()` panicked with.
+/// Builds and runs the crdgen program for `requests`: per request, its CRD as JSON on one
+/// line, or the message `crd()` panicked with.
 pub fn crds(
     krate: &Crate,
     requests: &[Request],
@@ -268,7 +268,7 @@ pub fn crds(
 
 /// The program's manifest: its own workspace (it sits inside the user's), depending on the
 /// user's crate under a fixed name, on kube-core for `CustomResourceExt` and `merge_crds`, and
-/// on serde_yaml, which writes the CRDs as kopgen and kube-rs users' crdgen programs do.
+/// on serde_json, which every kube crate already builds, to send the CRDs back.
 fn manifest(krate: &Crate, name: &str) -> String {
     let path = krate.dir().display().to_string();
     format!(
@@ -278,7 +278,7 @@ fn manifest(krate: &Crate, name: &str) -> String {
          [dependencies]\n\
          {USER_CRATE} = {{ package = {}, path = {}, features = {} }}\n\
          kube-core = \"*\"\n\
-         serde_yaml = \"0.9\"\n",
+         serde_json = \"1\"\n",
         toml::Value::String(krate.package.clone()),
         toml::Value::String(path),
         toml::Value::Array(
@@ -291,16 +291,16 @@ fn manifest(krate: &Crate, name: &str) -> String {
     )
 }
 
-/// The program: for each request a marker line, then the CRD's YAML, or `PANIC` and the
-/// message on one line.
+/// The program: for each request a marker line, then the CRD as JSON on one line, or `PANIC`
+/// and the message on one line.
 fn main_rs(requests: &[Request]) -> String {
     let mut main = String::from(
         "// Written by `kopgen manifests` to compile the kinds it cannot derive statically.\n\
          use kube_core::CustomResourceExt as _;\n\n\
-         fn print(yaml: impl FnOnce() -> Result<String, serde_yaml::Error> + std::panic::UnwindSafe) {\n\
+         fn print(json: impl FnOnce() -> Result<String, serde_json::Error> + std::panic::UnwindSafe) {\n\
          \x20   println!(\"=== kopgen-crd\");\n\
-         \x20   match std::panic::catch_unwind(yaml) {\n\
-         \x20       Ok(Ok(yaml)) => print!(\"{yaml}\"),\n\
+         \x20   match std::panic::catch_unwind(json) {\n\
+         \x20       Ok(Ok(json)) => println!(\"{json}\"),\n\
          \x20       Ok(Err(e)) => println!(\"PANIC {}\", e.to_string().replace('\\n', \" \")),\n\
          \x20       Err(panic) => {\n\
          \x20           let message = panic\n\
@@ -327,7 +327,7 @@ fn main_rs(requests: &[Request]) -> String {
                 request.storage
             ),
         };
-        main.push_str(&format!("    print(|| serde_yaml::to_string(&{crd}));\n"));
+        main.push_str(&format!("    print(|| serde_json::to_string(&{crd}));\n"));
     }
     main.push_str("}\n");
     main

@@ -1,6 +1,6 @@
 //! Assembles CustomResourceDefinitions exactly as kube-derive's `crd()` does: the same root
 //! schema, the same generator transforms, the same k8s-openapi structs, merged across versions
-//! with kube-core's `merge_crds`, and serialized with serde_yaml.
+//! with kube-core's `merge_crds`, and written by `crate::yaml`.
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! ([`schema`] as schemars' derive would, with [`resolve`] answering what a path names,
 //! [`library`] giving library types' schemas and [`fold`] folding values; [`crd`] assembles a
 //! version as `crd()` does; [`render`] runs kube-core's transforms, merges the versions with
-//! `merge_crds`, and writes YAML with serde_yaml), and [`compile`] derives by compiling the
+//! `merge_crds`, and writes YAML with `crate::yaml`), and [`compile`] derives by compiling the
 //! crate what the source alone cannot give. `docs/ARCHITECTURE.md` walks through the pipeline.
 
 pub mod attrs;

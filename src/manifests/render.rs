@@ -1,5 +1,5 @@
 //! The render stage: from the derived versions of one kind to its YAML file (transforms, merge
-//! with kube-core's `merge_crds`, description limit, lint, serialization with serde_yaml).
+//! with kube-core's `merge_crds`, description limit, lint, serialization with `crate::yaml`).
 
 use std::path::PathBuf;
 

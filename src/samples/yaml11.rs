@@ -89,9 +89,7 @@ fn split_value(line: &str) -> (&str, &str) {
 /// as, if it is one.
 fn key_as_yaml11(head: &str) -> Option<String> {
     let key_end = head.trim_end().strip_suffix(':')?.len();
-    let start = head[..key_end]
-        .rfind([' ', '-'])
-        .map_or(0, |at| at + 1);
+    let start = head[..key_end].rfind([' ', '-']).map_or(0, |at| at + 1);
     let key = &head[start..key_end];
     let read = read_as_yaml11(key).filter(|r| r == "true" || r == "false")?;
     Some(format!("{}\"{read}\"{}", &head[..start], &head[key_end..]))

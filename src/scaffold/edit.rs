@@ -125,9 +125,7 @@ fn rewrite_blocks(
     }
     // The edit must leave YAML a YAML reader takes: uncommenting a key the user already wrote
     // (a second `patches:`) would make kustomize refuse the whole file.
-    let parsed = crate::yaml::bounded(&edited).and_then(|text| {
-        serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| e.to_string())
-    });
+    let parsed = crate::yaml::from_str::<serde_json::Value>(&edited).map_err(|e| e.to_string());
     if let Err(message) = parsed {
         return Err(EditError::BrokenYaml {
             file: file.to_owned(),
