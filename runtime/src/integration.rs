@@ -120,7 +120,7 @@ async fn install_crds(client: &Client, dir: &Path) {
         .unwrap_or_else(|e| panic!("{}: {e} (run `make manifests`)", dir.display()));
     for entry in entries.flatten() {
         let text = std::fs::read_to_string(entry.path()).expect("a CRD file");
-        let crd: CustomResourceDefinition = serde_yaml::from_str(&text)
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", entry.path().display()));
         let name = crd.name_any();
         crds.patch(
@@ -156,7 +156,7 @@ pub async fn converges_and_cleans_up(test: &str, manager: Manager, crds: &str, s
     let Some(env) = Env::start(test, manager, Path::new(crds)).await else {
         return;
     };
-    let object: DynamicObject = serde_yaml::from_str(sample).expect("the sample is an object");
+    let object: DynamicObject = serde_saphyr::from_str(sample).expect("the sample is an object");
     let types = object
         .types
         .clone()

@@ -374,7 +374,7 @@ pub fn object_from_sample<K>(yaml: &str) -> K
 where
     K: Resource<DynamicType = (), Scope: KindScope> + DeserializeOwned,
 {
-    let mut object: K = serde_yaml::from_str(yaml).expect("the sample is an object of this kind");
+    let mut object: K = serde_saphyr::from_str(yaml).expect("the sample is an object of this kind");
     let meta = object.meta_mut();
     if <K::Scope as KindScope>::NAMESPACED {
         meta.namespace = Some("testns".into());

@@ -75,9 +75,9 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
         let path = bases.join(&file);
         let committed = std::fs::read_to_string(&path)
             .unwrap_or_else(|_| panic!("{} is missing: run `make manifests`", path.display()));
-        // Compared as CRDs, not as text: kopgen quotes strings such as `n` or `yes` that
-        // Kubernetes' YAML reader would take for booleans; serde_yaml reads both forms alike.
-        let committed: CustomResourceDefinition = serde_yaml::from_str(&committed)
+        // Compared as CRDs, not as text: a file written in another YAML style (an older
+        // kopgen's, a formatter's) holds the same CRD.
+        let committed: CustomResourceDefinition = serde_saphyr::from_str(&committed)
             .unwrap_or_else(|e| panic!("{} is not a CRD: {e}", path.display()));
         assert!(
             committed == expected,
