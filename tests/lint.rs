@@ -514,3 +514,24 @@ fn defaults_are_checked_all_the_way_down_and_one_version_is_stored() {
     );
     assert!(!session.join("out").exists());
 }
+
+/// The same inside a Kubernetes type that an enum variant carries (`enum Workload {
+/// Job(JobSpec), Pod(PodSpec) }`): the path goes through the variant to the library type.
+#[test]
+fn pruned_objects_inside_kubernetes_types_of_enum_variants_are_not_reported() {
+    let source = spec(
+        "    pub workload: Workload,\n    pub empty: Empty,\n",
+        "#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\npub struct Empty {}\n\n\
+         #[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[serde(rename_all = \"camelCase\")]\n\
+         pub enum Workload {\n    JobSpec(k8s_openapi::api::batch::v1::JobSpec),\n    PodSpec(k8s_openapi::api::core::v1::PodSpec),\n}\n",
+    );
+    let (run, _session) = manifests(&source, "deny");
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("warning[pruned]").count(),
+        1,
+        "only the user's own: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("at spec.empty)"), "{}", run.stderr);
+}

@@ -120,11 +120,40 @@ fn field_named(
     let Resolved::Local(item) = index.resolve(module, &path_segments(&p.path))? else {
         return None;
     };
-    let ItemKind::Struct(s) = index.kind(item) else {
-        return None;
-    };
     let item_module = index.items[item].module.clone();
     let file = index.file(&index.items[item]).to_path_buf();
+    let s = match index.kind(item) {
+        ItemKind::Struct(s) => s,
+        // An externally tagged enum is an object with a property per variant: a newtype
+        // variant's value is its type's (`enum Workload { Job(JobSpec) }`, at `Job`).
+        ItemKind::Enum(e) => {
+            let cattrs = attrs::container_attrs(&e.attrs).ok()?;
+            if cattrs.untagged || cattrs.tag.is_some() {
+                return None;
+            }
+            return e.variants.iter().find_map(|variant| {
+                let vattrs = attrs::container_attrs(&variant.attrs).ok()?;
+                let serialized = vattrs.rename.clone().unwrap_or_else(|| {
+                    cattrs
+                        .rename_all
+                        .apply_to_variant(&variant.ident.to_string())
+                });
+                let Fields::Unnamed(one) = &variant.fields else {
+                    return None;
+                };
+                let field = (one.unnamed.len() == 1).then(|| &one.unnamed[0])?;
+                (serialized == name).then(|| {
+                    (
+                        file.clone(),
+                        variant.span(),
+                        field.ty.clone(),
+                        item_module.clone(),
+                    )
+                })
+            });
+        }
+        _ => return None,
+    };
     let cattrs = attrs::container_attrs(&s.attrs).ok()?;
     let Fields::Named(named) = &s.fields else {
         return None;
