@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::manifests::{rule_check, value_check};
 
+mod sized;
 mod yaml11;
 
 pub use yaml11::as_kubectl_reads;
@@ -125,17 +126,23 @@ fn problem(crds: &[CustomResourceDefinition], object: &Value) -> Option<String> 
     }
     // A rule the API server would refuse for its cost (or that cannot be priced) is not run:
     // evaluated on a sample it can take longer than anything else kopgen does (40 nested
-    // `all()` over two items never finished).
-    let priced = crate::manifests::cel_cost::estimate_version(version, schema);
-    let refused: std::collections::HashSet<String> = (priced.into_iter())
-        .filter(|rule| {
-            rule.cost
-                .as_ref()
-                .is_ok_and(|cost| *cost > crate::manifests::cel_cost::RULE_LIMIT)
-                || rule.cost.is_err()
-        })
-        .map(|rule| rule.expression)
-        .collect();
+    // `all()` over two items never finished). Nor is one that, priced at this sample's sizes,
+    // costs more than the server lets one call run (it took seconds per document).
+    let over = |priced: Vec<crate::manifests::cel_cost::RuleCost>, limit: u64| {
+        (priced.into_iter())
+            .filter(move |rule| rule.cost.as_ref().map_or(true, |cost| *cost > limit))
+            .map(|rule| rule.expression)
+    };
+    let mut refused: std::collections::HashSet<String> = over(
+        crate::manifests::cel_cost::estimate_version(version, schema),
+        crate::manifests::cel_cost::RULE_LIMIT,
+    )
+    .collect();
+    let sized = sized::to_sample(schema, &body);
+    refused.extend(over(
+        crate::manifests::cel_cost::estimate_version(version, &sized),
+        sized::CALL_LIMIT,
+    ));
     value_check::object_problem(schema, &body)
         .or_else(|| rule_check::problem(schema, &body, &refused))
         .map(|p| format!("{kind} {}: {p}", name_of(object)))

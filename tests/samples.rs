@@ -95,3 +95,46 @@ fn samples_are_read_as_kubectl_reads_them_and_none_is_skipped_unsaid() {
         "{said}"
     );
 }
+
+/// A rule the API server accepts (its static cost under the budget) that would still run
+/// millions of steps on the sample is not run: priced at the sample's sizes it costs more than
+/// the server lets one call run (it took seconds per document). Its verdict is the server's.
+#[test]
+fn a_rule_over_the_per_call_limit_at_the_samples_sizes_is_not_run() {
+    let session = Session::new();
+    let project = session.init_project("callcost", &[]);
+    create_api_ok(
+        &project,
+        &["--group", "apps", "--version", "v1", "--kind", "Blog"],
+    );
+    let types = project.join("src/api/apps/v1/blog.rs");
+    let text = std::fs::read_to_string(&types).expect("types");
+    // 8^7 steps: under the static budget of 10,000,000 with `maxItems: 8`, over the per-call
+    // limit of 1,000,000 on a sample with 8 items.
+    let mut rule = "false".to_owned();
+    for level in 0..7 {
+        rule = format!("self.spec.l.all(x{level}, {rule})");
+    }
+    let text = text
+        .replacen(
+            "    category = ",
+            &format!("    validation = \"!has(self.spec.l) || {rule}\",\n    category = "),
+            1,
+        )
+        .replacen(
+            "    pub foo: Option<String>,",
+            "    pub foo: Option<String>,\n    #[serde(default)]\n    #[schemars(length(max = 8))]\n    pub l: Vec<i32>,",
+            1,
+        );
+    std::fs::write(&types, text).expect("write");
+    let sample = project.join("config/samples/apps_v1_blog.yaml");
+    let text = std::fs::read_to_string(&sample).expect("sample");
+    std::fs::write(&sample, format!("{text}  l: [1, 2, 3, 4, 5, 6, 7, 8]\n")).expect("write");
+    let run = support::run_kopgen(&project, &["manifests", "--derive", "static"]);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(run.status, 0, "the API server accepts the rule: {said}");
+    assert!(
+        !said.contains("failed rule"),
+        "the rule ran on the sample: {said}"
+    );
+}
