@@ -358,3 +358,55 @@ fn conflict_markers_are_named_at_their_line() {
         "{stderr}"
     );
 }
+
+/// `--paths` anywhere inside a crate reads the crate from its root: `crate::` paths from
+/// `src/api/` resolve (they broke every kind that used one), the kinds derived are those below
+/// the paths given, and the crate's directory means its `src/`, so a file no `mod` declares
+/// (or one under `tests/`) gives no kind.
+#[test]
+fn paths_inside_a_crate_read_the_crate_from_its_root() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2024\"\n",
+    );
+    session.write(
+        "src/lib.rs",
+        "pub mod api;\npub mod labels;\npub mod other;\n",
+    );
+    session.write(
+        "src/labels.rs",
+        "#[derive(serde::Deserialize, serde::Serialize, Clone, Debug, schemars::JsonSchema)]\npub struct Selector { pub app: String }\n",
+    );
+    session.write("src/api/mod.rs", "pub mod blog;\n");
+    session.write(
+        "src/api/blog.rs",
+        &format!(
+            "{HEADER}use crate::labels;\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"Blog\")]\npub struct BlogSpec {{ pub selector: labels::Selector }}\n"
+        ),
+    );
+    session.write(
+        "src/other.rs",
+        &format!("{HEADER}{}", kind_named("Other", "")),
+    );
+    session.write(
+        "src/orphan.rs",
+        &format!("{HEADER}{}", kind_named("Orphan", "")),
+    );
+    session.write(
+        "tests/it.rs",
+        &format!("{HEADER}{}", kind_named("InTests", "")),
+    );
+    let with = |paths: &[&str]| {
+        let mut args = STATIC.to_vec();
+        for path in paths {
+            args.extend(["--paths", path]);
+        }
+        kinds(&session, &args)
+    };
+    assert_eq!(with(&["src/api"]), ["Blog"]);
+    assert_eq!(with(&["src/api/blog.rs"]), ["Blog"]);
+    assert_eq!(with(&["src/api", "src/other.rs"]), ["Blog", "Other"]);
+    assert_eq!(with(&["."]), ["Blog", "Other"]);
+    assert_eq!(with(&["src"]), ["Blog", "Other"]);
+}

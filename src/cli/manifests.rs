@@ -104,10 +104,13 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         .components()
         .filter(|c| !matches!(c, std::path::Component::CurDir))
         .collect();
-    let paths = if args.paths.is_empty() {
-        vec![root.join("src")]
+    let (paths, only) = if args.paths.is_empty() {
+        (
+            vec![root.join("src")],
+            crate::manifests::options::Only::default(),
+        )
     } else {
-        args.paths.clone()
+        crate::manifests::discover::crate_roots(&args.paths)
     };
     let output_dir = args
         .output_dir
@@ -147,6 +150,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         manifest,
         features: args.features.clone(),
         cel_cost: args.cel_cost,
+        only,
         against: match &args.against {
             Some(spec) => Some(std::sync::Arc::new(baseline(
                 spec,

@@ -76,6 +76,37 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
     Ok(out)
 }
 
+/// `--paths` as crates: a path that is a crate's directory, or lies below its `src/`, is read
+/// as that crate's `src/` (so that `use crate::labels;` in `src/api/` resolves, and a file no
+/// `mod` declares is not read as a root), and of that crate only the kinds below the paths
+/// given are derived (a crate's directory stands for its `src/`). Other paths (loose files, a
+/// crate's `tests/`) are read as they are.
+pub fn crate_roots(paths: &[PathBuf]) -> (Vec<PathBuf>, super::options::Only) {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    let mut only = super::options::Only::default();
+    for path in paths {
+        let crate_src = super::versions::crate_manifest(path)
+            .and_then(|manifest| manifest.parent().map(|dir| dir.join("src")))
+            .filter(|src| src.join("lib.rs").is_file() || src.join("main.rs").is_file());
+        let Some(src) = crate_src else {
+            roots.push(path.clone());
+            continue;
+        };
+        let (given, src_canonical) = (canonical(path), canonical(&src));
+        let is_crate_dir = src.parent().is_some_and(|dir| given == canonical(dir));
+        only.paths.push(if is_crate_dir {
+            src_canonical.clone()
+        } else {
+            given
+        });
+        if !only.crates.contains(&src_canonical) {
+            only.crates.push(src_canonical);
+            roots.push(src);
+        }
+    }
+    (roots, only)
+}
+
 /// The crates of a `src/` directory besides its library, which [`sources`] leaves out when
 /// `lib.rs` is there: `main.rs`, `bin/*.rs` and `bin/*/main.rs`, each read as its own crate.
 pub fn binary_crates(src: &Path) -> Result<Vec<Vec<Source>>, ManifestError> {

@@ -189,7 +189,8 @@ fn derive_each(
     let cfg = cfg::Cfg::new(options.manifest.as_deref(), &options.features);
     let mut index = Index::build(sources, cfg).map_err(ManifestError::Many)?;
     impls::link(&mut index);
-    let kinds = kinds::find(&index).map_err(ManifestError::Many)?;
+    let mut kinds = kinds::find(&index).map_err(ManifestError::Many)?;
+    kinds.retain(|kind| kind.versions.iter().any(|v| options.only.keeps(&v.file)));
     let mismatches = match &options.manifest {
         Some(manifest) if options.derive != Derive::Compile => versions::mismatches(manifest),
         _ => Vec::new(),

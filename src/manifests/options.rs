@@ -24,6 +24,26 @@ pub struct Options {
     pub against: Option<std::sync::Arc<crate::compat::Baseline>>,
     /// Report every CEL rule's estimated cost (`--cel-cost`), as notes.
     pub cel_cost: bool,
+    /// Which kinds of the sources read are derived (`--paths` inside a crate: the crate is read,
+    /// the kinds below the paths given are derived).
+    pub only: Only,
+}
+
+/// The kinds of a crate read whole that were asked for: those defined below `paths`, in the
+/// crates (their `src/`, canonical) of `crates`; kinds elsewhere are all asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Only {
+    pub crates: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
+}
+
+impl Only {
+    /// Whether a kind defined in `file` is derived.
+    pub fn keeps(&self, file: &std::path::Path) -> bool {
+        let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        !self.crates.iter().any(|src| file.starts_with(src))
+            || self.paths.iter().any(|path| file.starts_with(path))
+    }
 }
 
 impl Options {
