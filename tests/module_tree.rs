@@ -410,3 +410,43 @@ fn paths_inside_a_crate_read_the_crate_from_its_root() {
     assert_eq!(with(&["."]), ["Blog", "Other"]);
     assert_eq!(with(&["src"]), ["Blog", "Other"]);
 }
+
+/// Every refusal of a run is listed at once, those of one kind's fields too: a schema
+/// function, a default with statements and a hand-written `impl JsonSchema` took three runs.
+#[test]
+fn every_refusal_of_a_kind_is_listed_in_one_run() {
+    let session = Session::new();
+    session.write(
+        "Cargo.toml",
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2024\"\n",
+    );
+    session.write("src/lib.rs", "pub mod blog;\npub mod shared;\n");
+    session.write(
+        "src/shared.rs",
+        "pub struct Shared;\nimpl schemars::JsonSchema for Shared {\n    fn schema_name() -> std::borrow::Cow<'static, str> { \"Shared\".into() }\n    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema { schemars::json_schema!({\"type\": \"string\"}) }\n}\n",
+    );
+    session.write(
+        "src/blog.rs",
+        &format!(
+            "{HEADER}fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {{ let x = 1; let _ = x; schemars::json_schema!({{\"type\": \"string\"}}) }}\nfn five() -> i32 {{ let x = 5; x }}\n#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n#[kube(group = \"a.example.com\", version = \"v1\", kind = \"Blog\")]\npub struct BlogSpec {{\n    #[schemars(schema_with = \"schema\")]\n    pub s: String,\n    pub shared: crate::shared::Shared,\n    #[serde(default = \"five\")]\n    pub n: i32,\n}}\n"
+        ),
+    );
+    let stderr = fails_cleanly_in(
+        session.path(),
+        &[
+            "manifests",
+            "--paths",
+            "src",
+            "--derive",
+            "static",
+            "--stdout",
+        ],
+    );
+    for refusal in [
+        "src/blog.rs:4:4: cannot fold `schema_with",
+        "src/blog.rs:5:4: this default function is not a single expression",
+        "src/blog.rs:11:17: `Shared` implements JsonSchema by hand",
+    ] {
+        assert!(stderr.contains(refusal), "{refusal}:\n{stderr}");
+    }
+}

@@ -36,9 +36,22 @@ pub fn schemas(index: &Index, kind: &Kind, builder: &mut Builder) -> Schemas {
     let mut derived = Vec::with_capacity(kind.versions.len());
     let mut errors = Vec::new();
     for cr in &kind.versions {
-        match crd::single_version_crd(builder, index, cr) {
+        let result = crd::single_version_crd(builder, index, cr);
+        // The refusals of other fields, found on the way: all of them in one run.
+        let more = builder.take_more();
+        match result {
             Ok(d) => derived.push(d),
-            Err(e) => errors.push(e),
+            Err(e) => {
+                for error in std::iter::once(e).chain(more) {
+                    let seen = errors.iter().any(|known: &SourceError| {
+                        (&known.file, known.line, known.column, &known.message)
+                            == (&error.file, error.line, error.column, &error.message)
+                    });
+                    if !seen {
+                        errors.push(error);
+                    }
+                }
+            }
         }
     }
     Schemas {

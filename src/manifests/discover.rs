@@ -100,8 +100,19 @@ pub fn crate_roots(paths: &[PathBuf]) -> (Vec<PathBuf>, super::options::Only) {
             given
         });
         if !only.crates.contains(&src_canonical) {
+            // Named as the user named the path: relative to the current directory if it was.
+            let shown = std::env::current_dir()
+                .ok()
+                .map(|cwd| canonical(&cwd))
+                .filter(|_| path.is_relative())
+                .and_then(|cwd| src_canonical.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+                .map(|relative| match relative.as_os_str().is_empty() {
+                    true => PathBuf::from("."),
+                    false => relative,
+                })
+                .unwrap_or(src);
             only.crates.push(src_canonical);
-            roots.push(src);
+            roots.push(shown);
         }
     }
     (roots, only)

@@ -65,6 +65,9 @@ pub struct Builder<'a> {
     library: Library,
     /// How deep the type being derived nests (see [`MAX_TYPE_DEPTH`]).
     depth: usize,
+    /// The errors of a struct's other fields, beside the one its derivation returned: every
+    /// field is tried, so that one run lists every refusal (see [`Builder::take_more`]).
+    more: Vec<SourceError>,
 }
 
 /// Values kept from their second use on, so that the (common) values used once are never
@@ -110,7 +113,13 @@ impl<'a> Builder<'a> {
             leaves: SecondUse::new(),
             library: Library::default(),
             depth: 0,
+            more: Vec::new(),
         }
+    }
+
+    /// The errors found beside the ones returned since the last call.
+    pub fn take_more(&mut self) -> Vec<SourceError> {
+        std::mem::take(&mut self.more)
     }
     pub fn type_schema(&mut self, file: &Path, scoped: &Scoped) -> Result<Built, SourceError> {
         self.nested(file, scoped, Self::type_schema_here)

@@ -167,79 +167,95 @@ impl Builder<'_> {
             },
             _ => None,
         };
+        let mut errors: Vec<SourceError> = Vec::new();
         // A field under a false `cfg` does not exist in the operator's build.
         for field in fields.filter(|f| self.index.cfg.enabled(&f.attrs)) {
-            let kept: Vec<syn::Attribute>;
-            let field_attrs = if cattrs.kube_schema {
-                kept = field
-                    .attrs
-                    .iter()
-                    .filter(|a| !a.path().is_ident("garde"))
-                    .cloned()
-                    .collect();
-                &kept
-            } else {
-                &field.attrs
-            };
-            let fattrs = self.field_attrs(file, module, field_attrs)?;
-            // kube-derive's schema describes deserialization (schemars' default contract).
-            if fattrs.skip_deserializing {
-                continue;
-            }
-            let Some(ident) = &field.ident else { continue };
-            let name = fattrs.serialized_name(ident, rename_all);
-            if fattrs.flatten {
-                let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
-                let built = self.type_schema(file, &Scoped { ty, module, env })?;
-                let inner = if built.is_option {
-                    self.option_payload_schema(file, &Scoped { ty, module, env })?
+            // Every field is tried: the first error is the struct's, the others go to `more`.
+            let mut one_field = || -> Result<(), SourceError> {
+                let kept: Vec<syn::Attribute>;
+                let field_attrs = if cattrs.kube_schema {
+                    kept = field
+                        .attrs
+                        .iter()
+                        .filter(|a| !a.path().is_ident("garde"))
+                        .cloned()
+                        .collect();
+                    &kept
                 } else {
-                    None
+                    &field.attrs
                 };
-                let flattened = known::flatten_schema(
-                    &mut self.generator,
-                    built.schema,
-                    inner,
-                    fattrs.required,
-                );
-                schemars_flatten(&mut schema, flattened);
-                continue;
-            }
-            let built = self.field_type_schema(file, module, field, &fattrs, env)?;
-            let is_option = built.is_option;
-            let mut field_schema = built.schema;
-            add_field_mutators(&mut field_schema, &fattrs);
-            if let Some(value) = fold::field_default(
-                self.index,
-                file,
-                module,
-                field,
-                &fattrs,
-                match (&container_default, &container_value) {
-                    (_, Some(object)) => Some(fold::ContainerDefault::Fields(object, &name)),
-                    (Some(_), None) => Some(fold::ContainerDefault::Derived),
-                    (None, None) => None,
-                },
-                env,
-            )? {
-                if let Some(function) = &fattrs.serialize_with {
-                    return Err(SourceError::at(
-                        file,
-                        field.span(),
-                        format!("schemars serializes this field's default with `{function}`, which kopgen cannot run"),
-                    )
-                    .help("remove the default, or the `serialize_with`/`with` that changes how it is written")
-                    .unsupported());
+                let fattrs = self.field_attrs(file, module, field_attrs)?;
+                // kube-derive's schema describes deserialization (schemars' default contract).
+                if fattrs.skip_deserializing {
+                    return Ok(());
                 }
-                field_schema.insert("default".into(), value);
+                let Some(ident) = &field.ident else {
+                    return Ok(());
+                };
+                let name = fattrs.serialized_name(ident, rename_all);
+                if fattrs.flatten {
+                    let ty = fattrs.with.as_ref().unwrap_or(&field.ty);
+                    let built = self.type_schema(file, &Scoped { ty, module, env })?;
+                    let inner = if built.is_option {
+                        self.option_payload_schema(file, &Scoped { ty, module, env })?
+                    } else {
+                        None
+                    };
+                    let flattened = known::flatten_schema(
+                        &mut self.generator,
+                        built.schema,
+                        inner,
+                        fattrs.required,
+                    );
+                    schemars_flatten(&mut schema, flattened);
+                    return Ok(());
+                }
+                let built = self.field_type_schema(file, module, field, &fattrs, env)?;
+                let is_option = built.is_option;
+                let mut field_schema = built.schema;
+                add_field_mutators(&mut field_schema, &fattrs);
+                if let Some(value) = fold::field_default(
+                    self.index,
+                    file,
+                    module,
+                    field,
+                    &fattrs,
+                    match (&container_default, &container_value) {
+                        (_, Some(object)) => Some(fold::ContainerDefault::Fields(object, &name)),
+                        (Some(_), None) => Some(fold::ContainerDefault::Derived),
+                        (None, None) => None,
+                    },
+                    env,
+                )? {
+                    if let Some(function) = &fattrs.serialize_with {
+                        return Err(SourceError::at(
+                            file,
+                            field.span(),
+                            format!("schemars serializes this field's default with `{function}`, which kopgen cannot run"),
+                        )
+                        .help("remove the default, or the `serialize_with`/`with` that changes how it is written")
+                        .unsupported());
+                    }
+                    field_schema.insert("default".into(), value);
+                }
+                add_field_post_mutators(&mut field_schema, &fattrs);
+                apply_x_kube(file, &mut field_schema, &fattrs.meta)?;
+                let has_default =
+                    container_default.is_some() || fattrs.default != DefaultAttr::None;
+                // Deserialize contract (kube-derive's): optional when it has a default, or is an
+                // Option that is not marked required.
+                let optional = has_default || (!fattrs.required && is_option);
+                insert_property(&mut schema, &name, optional, field_schema);
+                Ok(())
+            };
+            if let Err(error) = one_field() {
+                errors.push(error);
             }
-            add_field_post_mutators(&mut field_schema, &fattrs);
-            apply_x_kube(file, &mut field_schema, &fattrs.meta)?;
-            let has_default = container_default.is_some() || fattrs.default != DefaultAttr::None;
-            // Deserialize contract (kube-derive's): optional when it has a default, or is an
-            // Option that is not marked required.
-            let optional = has_default || (!fattrs.required && is_option);
-            insert_property(&mut schema, &name, optional, field_schema);
+        }
+        if !errors.is_empty() {
+            let first = errors.remove(0);
+            self.more.extend(errors);
+            return Err(first);
         }
         Ok(schema)
     }
