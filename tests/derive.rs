@@ -277,7 +277,16 @@ fn another_kube_version_is_named() {
     assert!(
         run.stderr.contains(
             "demo/Cargo.toml: the crate uses kube-derive 4, and kopgen reproduces kube-derive 5.0"
-        ) && run.stderr.contains("use --derive=auto"),
+        ) && run.stderr.contains("--derive=compile"),
+        "{}",
+        run.stderr
+    );
+    // `auto` says so at once too, instead of building the whole operator without a word.
+    let run = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("kopgen reproduces kube-derive 5.0")
+            && !run.stderr.contains("Compiling"),
         "{}",
         run.stderr
     );

@@ -114,6 +114,12 @@ fn special_files_where_kopgen_reads_are_errors() {
         &["manifests", "--paths", "src/pipe.rs", "--stdout"],
     );
     assert!(stderr.contains("src/pipe.rs"), "{stderr}");
+    // A path that is not there is a typo, never "no kinds".
+    let stderr = fails(
+        &project,
+        &["manifests", "--paths", "src/missing.rs", "--stdout"],
+    );
+    assert!(stderr.contains("src/missing.rs"), "{stderr}");
 }
 
 #[test]

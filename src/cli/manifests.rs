@@ -110,7 +110,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
             crate::manifests::options::Only::default(),
         )
     } else {
-        crate::manifests::discover::crate_roots(&args.paths)
+        crate::manifests::discover::crate_roots(&args.paths).context("kopgen manifests")?
     };
     let output_dir = args
         .output_dir

@@ -235,17 +235,39 @@ pub fn crds(
             .map_err(|e| CompileError::Cargo(format!("{}: {e}", lock.display())))?;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let build = Command::new(&cargo)
-        .args(["build", "--quiet", "--manifest-path"])
+    // cargo's progress goes on to the user as it comes (a first build of an operator takes
+    // minutes), and is kept for the error if the build fails.
+    let mut child = Command::new(&cargo)
+        .args(["build", "--manifest-path"])
         .arg(harness.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| CompileError::Cargo(e.to_string()))?;
-    if !build.status.success() {
+    let mut said = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            eprintln!("    {line}");
+            if said.len() < 1 << 20 {
+                said.push_str(&line);
+                said.push('\n');
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| CompileError::Cargo(e.to_string()))?;
+    if !status.success() {
+        // The errors, without the progress lines before them.
+        let errors: Vec<&str> = said
+            .lines()
+            .skip_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
+            .collect();
         return Err(CompileError::Build {
             harness,
-            stderr: String::from_utf8_lossy(&build.stderr).trim_end().to_owned(),
+            stderr: errors.join("\n"),
         });
     }
     let binary = target

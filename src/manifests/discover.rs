@@ -81,10 +81,13 @@ pub fn sources(paths: &[PathBuf]) -> Result<Vec<Source>, ManifestError> {
 /// `mod` declares is not read as a root), and of that crate only the kinds below the paths
 /// given are derived (a crate's directory stands for its `src/`). Other paths (loose files, a
 /// crate's `tests/`) are read as they are.
-pub fn crate_roots(paths: &[PathBuf]) -> (Vec<PathBuf>, super::options::Only) {
+pub fn crate_roots(
+    paths: &[PathBuf],
+) -> Result<(Vec<PathBuf>, super::options::Only), ManifestError> {
     let mut roots: Vec<PathBuf> = Vec::new();
     let mut only = super::options::Only::default();
     for path in paths {
+        given_path(path)?;
         let crate_src = super::versions::crate_manifest(path)
             .and_then(|manifest| manifest.parent().map(|dir| dir.join("src")))
             .filter(|src| src.join("lib.rs").is_file() || src.join("main.rs").is_file());
@@ -115,7 +118,23 @@ pub fn crate_roots(paths: &[PathBuf]) -> (Vec<PathBuf>, super::options::Only) {
             roots.push(shown);
         }
     }
-    (roots, only)
+    Ok((roots, only))
+}
+
+/// A path named with `--paths` is read, or is a directory of what is read: a FIFO or device
+/// would block the read or never end, and a path that is not there is a typo, never "no kinds".
+fn given_path(path: &Path) -> Result<(), ManifestError> {
+    let io = |message: String| ManifestError::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if meta.is_file() || meta.is_dir() {
+        return Ok(());
+    }
+    Err(io(
+        "not a regular file (a FIFO, socket or device); kopgen reads Rust source files only".into(),
+    ))
 }
 
 /// The crates of a `src/` directory besides its library, which [`sources`] leaves out when

@@ -87,7 +87,7 @@ pub enum ManifestError {
     #[error(transparent)]
     Compile(#[from] CompileError),
     #[error(
-        "{}\n  help: kopgen reproduces kube-derive/kube-core 5.0, schemars 1.2 and k8s-openapi 0.29; use --derive=auto (the default) to compile this crate's CRDs instead, or move the crate to those versions",
+        "{}\n  help: kopgen reproduces kube-derive/kube-core 5.0, schemars 1.2 and k8s-openapi 0.29; move the crate to those versions (kube 5 forces the small ports anyway), or pass --derive=compile to build the crate and print its own `crd()`s",
         .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     )]
     Versions(Vec<super::versions::Mismatch>),

@@ -195,12 +195,14 @@ fn derive_each(
         Some(manifest) if options.derive != Derive::Compile => versions::mismatches(manifest),
         _ => Vec::new(),
     };
-    if options.derive == Derive::Static && !mismatches.is_empty() {
+    // Another kube than the one kopgen reproduces is said at once, in `auto` too, rather than
+    // found out by a silent build of the whole operator; `--derive=compile` builds it.
+    if !mismatches.is_empty() {
         return Err(ManifestError::Versions(mismatches));
     }
     let compile_all = match options.derive {
         Derive::Compile => Some("--derive=compile".to_owned()),
-        _ => mismatches.first().map(ToString::to_string),
+        _ => None,
     };
     let outputs: Vec<derive::KindOutput> = match &compile_all {
         Some(reason) => kinds
@@ -256,6 +258,18 @@ fn derive_each(
         return Ok(results);
     };
     let krate = compile::Crate::open(manifest, &options.features)?;
+    eprintln!(
+        "note: compiling {} for {} kind(s) kopgen cannot derive from the source ({}); cargo's progress follows",
+        manifest.display(),
+        wanted.len(),
+        match &compile_all {
+            Some(reason) => reason.clone(),
+            None => (results[wanted[0]].result.as_ref().err())
+                .and_then(|errors| errors.first())
+                .map(|e| format!("{}:{}: {}", e.file.display(), e.line, e.message))
+                .unwrap_or_default(),
+        }
+    );
     let compiled = compile::derive_kinds(&index, &kinds, &wanted, &krate, options)?;
     for (&i, result) in wanted.iter().zip(compiled) {
         let reason = match (&compile_all, &results[i].result) {

@@ -1,6 +1,6 @@
 //! The crate versions whose `crd()` kopgen reproduces, and the check that a user's crate uses
 //! them: on other versions the static derivation could differ from the user's own `crd()`
-//! without a word, so kopgen says so (and `--derive=auto` compiles that crate instead).
+//! without a word, so kopgen says so (at once, in every mode but `--derive=compile`, which builds that crate).
 
 use std::path::{Path, PathBuf};
 
