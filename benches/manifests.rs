@@ -8,7 +8,9 @@
 //! - the same as processes, start to exit: the `kopgen` binary (`manifests --stdout`) against
 //!   this bench binary reading and parsing the files, so process start and the cost of touching
 //!   fresh memory count on both sides;
-//! - where the time goes, stage by stage (discover, parse, schemas, render).
+//! - where the time goes, stage by stage (discover, parse, schemas, render);
+//! - use-resolution through 0 to 20 glob imports that do not hold the names a kind uses (three
+//!   made it exponential once): the time should grow about linearly with the globs.
 //!
 //! With `KOPGEN_BENCH_KUBE=1` it also measures the kube-rs path on the fixture corpus:
 //! change one field, rebuild the crdgen harness (kube-derive) incrementally and run it.
@@ -90,6 +92,57 @@ fn synthetic(root: &Path, kinds: usize) -> usize {
     std::fs::write(src.join("lib.rs"), lib.split_off(0)).expect("write");
     std::fs::write(src.join("kinds/mod.rs"), mods).expect("write");
     structs
+}
+
+/// Modules of k8s-openapi a crate may glob-import, as real operators do (`use ..::core::v1::*;`).
+const GLOB_GROUPS: [&str; 20] = [
+    "core::v1",
+    "apps::v1",
+    "batch::v1",
+    "networking::v1",
+    "rbac::v1",
+    "policy::v1",
+    "storage::v1",
+    "autoscaling::v2",
+    "autoscaling::v1",
+    "coordination::v1",
+    "discovery::v1",
+    "events::v1",
+    "node::v1",
+    "scheduling::v1",
+    "certificates::v1",
+    "admissionregistration::v1",
+    "authentication::v1",
+    "authorization::v1",
+    "flowcontrol::v1",
+    "apiserverinternal::v1alpha1",
+];
+
+/// A crate whose one kind names two Kubernetes types through `globs` glob imports (and two local
+/// modules that glob-re-export each other), so every name is looked up through every glob.
+fn globs(root: &Path, globs: usize) {
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let uses: String = GLOB_GROUPS[..globs]
+        .iter()
+        .map(|group| format!("use k8s_openapi::api::{group}::*;\n"))
+        .collect();
+    let named = if globs == 0 {
+        "use k8s_openapi::api::core::v1::{LocalObjectReference, ServicePort};\n"
+    } else {
+        ""
+    };
+    std::fs::write(
+        src.join("lib.rs"),
+        format!(
+            "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{{Deserialize, Serialize}};\n\
+             {uses}{named}pub mod a {{ pub use super::b::*; }}\npub mod b {{ pub use super::a::*; }}\nuse a::*;\n\
+             #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+             #[kube(group = \"bench.example.com\", version = \"v1\", kind = \"App\", namespaced)]\n\
+             pub struct AppSpec {{ pub target: Option<LocalObjectReference>, pub port: Option<ServicePort> }}\n"
+        ),
+    )
+    .expect("write");
 }
 
 /// Median of `measure` over `samples` runs, each after a different field is added after
@@ -355,6 +408,18 @@ fn main() {
             &format!("{kinds} kinds"),
             &dir.join("src"),
             if quick { 1 } else { runs },
+        );
+    }
+    let glob_counts: &[usize] = if quick { &[3] } else { &[0, 1, 3, 10, 20] };
+    for &count in glob_counts {
+        let dir = scratch_root.join(format!("globs{count}"));
+        globs(&dir, count);
+        let paths = vec![dir.join("src")];
+        let took = time(if quick { 1 } else { 20 }, || manifests(&paths));
+        println!(
+            "{:<28} manifests {:>9.2} ms",
+            format!("{count} glob imports"),
+            took.as_secs_f64() * 1e3
         );
     }
     if std::env::var_os("KOPGEN_BENCH_KUBE").is_some() {

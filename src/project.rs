@@ -27,6 +27,10 @@ pub enum ProjectError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Project {
+    /// An existing operator made a kopgen project (`kopgen init --adopt`): its sources, its
+    /// `main.rs` and its manager are the user's, so commands add kinds and `config/` only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
     pub cli_version: String,
     pub domain: String,
     /// `manifests` renders a Helm chart into `dist/chart/` (`kopgen edit --helm`).

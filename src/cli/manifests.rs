@@ -135,7 +135,10 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         _ => None,
     };
     let settings = match &project {
-        Some(project) => crate::manifests::Options::default().for_project(project),
+        Some(project) => crate::manifests::Options::default()
+            .for_project(project)
+            .with_patches(&root)
+            .context("kopgen manifests")?,
         None => crate::manifests::Options::default(),
     };
     let options = crate::manifests::Options {
@@ -151,6 +154,7 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         features: args.features.clone(),
         cel_cost: args.cel_cost,
         only,
+        patches: settings.patches.clone(),
         against: match &args.against {
             Some(spec) => Some(std::sync::Arc::new(baseline(
                 spec,
@@ -175,6 +179,22 @@ pub(super) fn run(args: ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()
         }
     })?;
     let outputs = generated.outputs;
+    // A patch whose CRD is gone would stop applying without a word (a kind renamed, a plural
+    // changed): the whole project's CRDs are derived here, so every patch must have found one.
+    if args.paths.is_empty() {
+        let files: Vec<String> = (outputs.iter())
+            .map(|o| o.path.display().to_string())
+            .collect();
+        let unused = settings.patches.unused(&files);
+        if !unused.is_empty() {
+            let names: Vec<String> = unused.iter().map(|p| display_path(&cwd, p)).collect();
+            anyhow::bail!(
+                "kopgen manifests: {} {} no CRD of the project; each is named as the file in config/crd/bases/ it patches (`<group>_<plural>.yaml`): rename it to the CRD's new file, or delete it; nothing was written",
+                names.join(", "),
+                if names.len() == 1 { "patches" } else { "patch" }
+            );
+        }
+    }
     if outputs.is_empty() {
         let read: Vec<String> = paths.iter().map(|p| display_path(&cwd, p)).collect();
         eprintln!(

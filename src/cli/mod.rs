@@ -90,9 +90,10 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// Domain of the project's API groups: kinds live in `<group>.<domain>`.
-    #[arg(long, default_value = "my.domain")]
-    pub domain: String,
+    /// Domain of the project's API groups: kinds live in `<group>.<domain>` (default: my.domain;
+    /// with --adopt, the domain the crate's kinds share).
+    #[arg(long)]
+    pub domain: Option<String>,
     /// Name of the project and its crate (default: the directory's name).
     #[arg(long)]
     pub project_name: Option<String>,
@@ -114,6 +115,10 @@ pub struct InitArgs {
     /// Print the files that would be written, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Make the existing kube-rs crate in --path a kopgen project: PROJECT, config/, Makefile
+    /// targets, a CI workflow and a drift test; its sources are left as they are.
+    #[arg(long, conflicts_with_all = ["force", "project_name", "owner", "namespaced"])]
+    pub adopt: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -371,10 +376,37 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         );
     }
     match cli.command {
+        Command::Init(args) if args.adopt => {
+            let options = crate::scaffold::adopt::AdoptOptions {
+                path: args.path.clone(),
+                domain: args.domain,
+            };
+            let (changes, adopted) =
+                crate::scaffold::adopt::plan(&options).context("kopgen init --adopt")?;
+            finish(&changes, args.dry_run, out)?;
+            for target in &adopted.kept_targets {
+                writeln!(
+                    out,
+                    "note: the Makefile's own `{target}` target is kept as it is"
+                )?;
+            }
+            if let Some(why) = &adopted.no_drift_test {
+                writeln!(out, "note: no drift test: {why}")?;
+            }
+            if !args.dry_run {
+                writeln!(
+                    out,
+                    "\nNext:\n  kopgen manifests          # config/crd/bases/ from the types (compare with the CRDs you ship)\n  \
+                     kopgen manifests --check  # what CI runs\n  \
+                     kopgen create api --group <group> --version <version> --kind <Kind> --controller=false\n\
+                     docs/ADOPTING.md in kopgen's repository walks through the rest."
+                )?;
+            }
+        }
         Command::Init(args) => {
             let options = InitOptions {
                 path: args.path.clone(),
-                domain: args.domain,
+                domain: args.domain.unwrap_or_else(|| "my.domain".to_owned()),
                 project_name: args.project_name,
                 owner: args.owner,
                 license: args.license,

@@ -188,7 +188,7 @@ fn finish(index: &Index, kind: &Kind, yaml: &str, options: &Options) -> KindOutp
     let at = || SourceError::at(&kind.versions[0].file, kind.versions[0].span, "");
     let mut crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
         serde_json::from_str(yaml).map_err(|e| vec![at().reworded(format!("the compiled crd() is not a CRD: {e}"))])?;
-    super::render::apply_settings(&mut crd, options);
+    super::render::apply_settings(&mut crd, options).map_err(|e| vec![at().reworded(e)])?;
     // Written by kopgen's writer, as the static path writes it (the program's JSON is only how
     // the CRD travels here).
     let yaml = crate::yaml::to_string(&crd).map_err(|e| vec![at().reworded(e.to_string())])?;

@@ -25,6 +25,7 @@ pub mod fold;
 pub mod generics;
 pub mod impls;
 pub mod index;
+pub mod inventory;
 pub mod kinds;
 /// Kubernetes' annotations of its own types in a CRD: one file with the runtime, so that
 /// `kopgen manifests` and `kopgen_runtime::crds::Settings` enrich CRDs alike.
@@ -37,6 +38,7 @@ pub mod marker_scope;
 pub mod merge_calls;
 pub mod modtree;
 pub mod options;
+pub mod patches;
 pub mod paths;
 pub mod render;
 pub mod resolve;

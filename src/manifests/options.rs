@@ -27,6 +27,8 @@ pub struct Options {
     /// Which kinds of the sources read are derived (`--paths` inside a crate: the crate is read,
     /// the kinds below the paths given are derived).
     pub only: Only,
+    /// The project's CRD patches (`config/crd/patches/`), applied after the settings.
+    pub patches: std::sync::Arc<super::patches::Patches>,
 }
 
 /// The kinds of a crate read whole that were asked for: those defined below `paths`, in the
@@ -53,6 +55,15 @@ impl Options {
         self.kubernetes_annotations =
             project.kubernetes_types == Some(crate::project::KubernetesTypes::Openapi);
         self
+    }
+
+    /// With the CRD patches of the project in `root` (`config/crd/patches/`).
+    pub fn with_patches(
+        mut self,
+        root: &std::path::Path,
+    ) -> Result<Self, super::error::ManifestError> {
+        self.patches = std::sync::Arc::new(super::patches::Patches::load(root)?);
+        Ok(self)
     }
 }
 

@@ -55,14 +55,16 @@ pub fn json_bytes(crd: &CustomResourceDefinition) -> usize {
 
 /// The project's CRD settings on a CRD as kube-derive built it, in the order
 /// `kopgen_runtime::crds::Settings::apply` applies them: Kubernetes' annotations first, as
-/// Kubernetes types are found by their descriptions, then the description cut.
-pub fn apply_settings(crd: &mut CustomResourceDefinition, options: &Options) {
+/// Kubernetes types are found by their descriptions, then the description cut; then the
+/// project's patch of the CRD, which sees it as it would otherwise be written.
+pub fn apply_settings(crd: &mut CustomResourceDefinition, options: &Options) -> Result<(), String> {
     if options.kubernetes_annotations {
         super::kubernetes::enrich(crd);
     }
     if let Some(max) = options.max_desc_len {
         super::descriptions::truncate(crd, max);
     }
+    options.patches.apply(crd)
 }
 
 /// Renders one kind, its versions in the order they are merged: each version through the
@@ -126,7 +128,7 @@ pub fn render(
             }
         }
     };
-    apply_settings(&mut merged, options);
+    apply_settings(&mut merged, options).map_err(|e| vec![first_at.reworded(e)])?;
     let findings = findings(&merged, options);
     let yaml =
         crate::yaml::to_string(&merged).map_err(|e| vec![first_at.reworded(e.to_string())])?;

@@ -51,6 +51,16 @@ pub enum ApiError {
     #[error("nothing to scaffold: --resource=false and --controller=false")]
     NothingToDo,
     #[error(
+        "this crate was adopted (`kopgen init --adopt`): its manager is its own, so kopgen scaffolds no controller into it. \
+         Pass --controller=false (the kind's types, samples and CRD are added) and reconcile the kind in your manager"
+    )]
+    AdoptedController,
+    #[error(
+        "{0}: the crate has a module `api` that kopgen did not write; add the line `// +kopgen:scaffold:api-modules` to it \
+         (kopgen puts `pub mod <group>;` above it), then run this again"
+    )]
+    ForeignApiModule(String),
+    #[error(
         "{group}/{version}, Kind={kind} is neither a built-in Kubernetes kind known to k8s-openapi nor a kind of this project. \
          Drop --resource=false to scaffold its types, or check the group, version and kind (e.g. --group apps --version v1 --kind Deployment)"
     )]
@@ -133,6 +143,9 @@ pub(crate) fn plan_as(options: &ApiOptions, release: Release) -> Result<ChangeSe
         return Err(ApiError::NothingToDo);
     }
     let mut project = Project::load(&options.path)?;
+    if project.adopted && options.controller {
+        return Err(ApiError::AdoptedController);
+    }
     names::validate_version(&options.version)?;
     // Types are scaffolded for a resource, and for a kind whose types come later
     // (`--controller=false` first): their names must be free. A built-in kind's are k8s-openapi's.
@@ -287,6 +300,9 @@ fn plan_resource(
         templates::render_of(release, "api/types.rs.tera", &context)?,
         options.force,
     )?;
+    if project.adopted {
+        adopted_api_module(changes, release, &context)?;
+    }
     register_module(
         changes,
         "src/api/mod.rs",
@@ -347,12 +363,15 @@ fn plan_resource(
         kind.version_mod,
         options.kind
     );
-    edit(
-        changes,
-        "tests/crds.rs",
-        "+kopgen:scaffold:crd-versions",
-        &[crd_entry],
-    )?;
+    // An adopted crate without a library has no drift test (`init --adopt` says why).
+    if !project.adopted || changes.exists("tests/crds.rs") {
+        edit(
+            changes,
+            "tests/crds.rs",
+            "+kopgen:scaffold:crd-versions",
+            &[crd_entry],
+        )?;
+    }
     if storage {
         let mut roles = Vec::new();
         for role in ["admin", "editor", "viewer"] {
@@ -616,6 +635,53 @@ fn enable_crds_in_default(changes: &mut ChangeSet) -> Result<(), ApiError> {
         "config/default/kustomization.yaml",
         &[&["- ../crd"]],
     )?)
+}
+
+/// In an adopted crate, the `api` module kopgen adds kinds to: written with the first kind
+/// kopgen adds, and declared in the crate root (the one line of the user's source a command
+/// edits, when asked to add a kind). A module `api` of the user's own is refused with what to do.
+fn adopted_api_module(
+    changes: &mut ChangeSet,
+    release: Release,
+    context: &tera::Context,
+) -> Result<(), ApiError> {
+    let module = "src/api/mod.rs";
+    if let Some(text) = changes.read(module)? {
+        if text.contains("+kopgen:scaffold:api-modules") {
+            return Ok(());
+        }
+        return Err(ApiError::ForeignApiModule(module.to_owned()));
+    }
+    if changes.exists("src/api.rs") {
+        return Err(ApiError::ForeignApiModule("src/api.rs".to_owned()));
+    }
+    let root = match changes.exists("src/lib.rs") {
+        true => "src/lib.rs",
+        false => "src/main.rs",
+    };
+    let text = changes.read(root)?.unwrap_or_default();
+    let declared = syn::parse_file(&text).is_ok_and(|file| {
+        file.items
+            .iter()
+            .any(|item| matches!(item, syn::Item::Mod(m) if m.ident == "api"))
+    });
+    if declared {
+        return Err(ApiError::ForeignApiModule(root.to_owned()));
+    }
+    changes.put(
+        module,
+        templates::render_of(release, "init/src/api/mod.rs.tera", context)?,
+    );
+    let separator = if text.is_empty() || text.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    changes.put(
+        root,
+        format!("{text}{separator}\n/// The kinds `kopgen create api` adds.\npub mod api;\n"),
+    );
+    Ok(())
 }
 
 /// Replaces the PROJECT entry of the same group, version and kind, or appends one.

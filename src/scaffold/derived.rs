@@ -36,7 +36,11 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
         manifest: Some(root.join("Cargo.toml")),
         ..Default::default()
     }
-    .for_project(project);
+    .for_project(project)
+    .with_patches(&root);
+    let Ok(options) = options else {
+        return;
+    };
     let Ok(generated) = manifests::generate_with(&sources, &options) else {
         return;
     };

@@ -165,6 +165,7 @@ pub(crate) fn plan_as(
         });
     }
     let project = Project {
+        adopted: false,
         cli_version: release.version().to_owned(),
         domain: options.domain.clone(),
         helm: false,

@@ -1,6 +1,7 @@
 //! Scaffolding commands: each turns validated options into a [`ChangeSet`](crate::changeset::ChangeSet)
 //! without touching the disk; the CLI decides whether to write it or only show it (`--dry-run`).
 
+pub mod adopt;
 pub mod api;
 mod cluster_role;
 pub mod delete_api;

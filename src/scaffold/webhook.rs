@@ -37,6 +37,11 @@ pub enum WebhookError {
     )]
     NothingToDo,
     #[error(
+        "this crate was adopted (`kopgen init --adopt`): kopgen scaffolds webhooks into its own manager, which this crate does not have. \
+         Serve them from your manager; `kopgen manifests` writes their configuration from `// +kubebuilder:webhook` markers (docs/MANIFESTS.md)"
+    )]
+    Adopted,
+    #[error(
         "--conversion converts to and from the storage version (the hub), and {version} of Kind={kind} is not it \
          ({file} has `storage = false`). Pass --version {storage}"
     )]
@@ -165,6 +170,9 @@ pub(crate) fn plan_as(
         return Err(WebhookError::NothingToDo);
     }
     let mut project = Project::load(&options.path).map_err(ApiError::from)?;
+    if project.adopted {
+        return Err(WebhookError::Adopted);
+    }
     let converted_before = project.converted_crds();
     names::validate_version(&options.version).map_err(ApiError::from)?;
     names::validate_kind(&options.kind).map_err(ApiError::from)?;

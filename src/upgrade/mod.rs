@@ -44,6 +44,11 @@ pub enum UpgradeError {
     #[error(transparent)]
     Project(#[from] ProjectError),
     #[error(
+        "{0}: an adopted crate (`kopgen init --adopt`) has no scaffold history to replay: run `kopgen manifests` \
+         with the new kopgen, which derives config/crd and config/rbac again"
+    )]
+    Adopted(String),
+    #[error(
         "{path}: PROJECT was written by kopgen {found}, newer than this kopgen ({running}). Install kopgen {found} or later, or restore PROJECT"
     )]
     Newer {
@@ -127,6 +132,9 @@ fn derived(path: &str) -> bool {
 pub fn plan(options: &UpgradeOptions) -> Result<Upgrade, UpgradeError> {
     let root = &options.path;
     let mut project = Project::load(root)?;
+    if project.adopted {
+        return Err(UpgradeError::Adopted(root.display().to_string()));
+    }
     let from = project.cli_version.clone();
     let Some(release) = Release::of(&from) else {
         return Err(version_error(root, &from));

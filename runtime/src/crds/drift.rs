@@ -71,7 +71,9 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
             crd
         })
         .collect();
-    for (file, expected) in expected_files(versions) {
+    let root = bases.ancestors().nth(3).unwrap_or(bases);
+    for (file, mut expected) in expected_files(versions) {
+        patch(&mut expected, &root.join("config/crd/patches").join(&file));
         let path = bases.join(&file);
         let committed = std::fs::read_to_string(&path)
             .unwrap_or_else(|_| panic!("{} is missing: run `make manifests`", path.display()));
@@ -85,6 +87,25 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
             path.display()
         );
     }
+}
+
+/// Applies the project's patch of a CRD (`config/crd/patches/<file>`, a JSON Patch written in
+/// YAML), as `kopgen manifests` applies it after the settings, if there is one.
+fn patch(crd: &mut CustomResourceDefinition, path: &Path) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let patch: json_patch::Patch = serde_saphyr::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not a JSON patch: {e}", path.display()));
+    let mut doc = serde_json::to_value(&*crd).expect("a CRD serializes");
+    json_patch::patch(&mut doc, &patch).unwrap_or_else(|e| {
+        panic!(
+            "{} does not apply: {e}: run `make manifests`",
+            path.display()
+        )
+    });
+    *crd = serde_json::from_value(doc)
+        .unwrap_or_else(|e| panic!("{} leaves no CRD: {e}", path.display()));
 }
 
 /// Panics if a CRD file in `bases` belongs to no kind of `versions`.

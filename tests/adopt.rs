@@ -1,0 +1,253 @@
+//! `kopgen init --adopt`: an existing kube-rs operator (tests/fixtures/adopt/widget-operator,
+//! with its own crdgen that edits `crd()` and its own Makefile) becomes a kopgen project with
+//! its sources byte for byte unchanged; its crdgen's edits move into a CRD patch; `create api`
+//! adds a second kind beside its layout; and the crate still builds and its tests pass.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::{Session, Tree, fails_cleanly_in, run_kopgen, tree};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/adopt/widget-operator")
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+fn ok(dir: &Path, args: &[&str]) -> support::Run {
+    let run = run_kopgen(dir, args);
+    assert_eq!(
+        run.status, 0,
+        "kopgen {args:?}:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
+fn under<'a>(tree: &'a Tree, dir: &str) -> Vec<(&'a String, &'a Option<Vec<u8>>)> {
+    tree.iter()
+        .filter(|(path, _)| path.starts_with(dir))
+        .collect()
+}
+
+const CRD: &str = "config/crd/bases/widgets.example.io_widgets.yaml";
+
+fn crd(project: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(project.join(CRD)).expect("the CRD");
+    serde_yaml::from_str(&text).expect("YAML")
+}
+
+fn spec_required(crd: &serde_json::Value) -> &serde_json::Value {
+    &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"]
+}
+
+#[test]
+fn an_existing_operator_is_adopted_with_its_sources_unchanged() {
+    let session = Session::new();
+    let project = session.join("widget-operator");
+    copy(&fixture(), &project);
+    let before = tree(&project);
+
+    let run = ok(&project, &["init", "--adopt"]);
+    assert!(
+        run.stdout
+            .contains("the Makefile's own `install` target is kept"),
+        "{}",
+        run.stdout
+    );
+    let after = tree(&project);
+    // Not one byte of the crate's sources changed.
+    assert_eq!(under(&before, "src/"), under(&after, "src/"));
+    // Its Makefile keeps its own targets, with kopgen's appended where it had none.
+    let makefile = session.read("widget-operator/Makefile");
+    let original = String::from_utf8(before["Makefile"].clone().expect("a file")).expect("text");
+    assert!(makefile.starts_with(&original), "{makefile}");
+    assert_eq!(makefile.matches("\ninstall:").count(), 1, "{makefile}");
+    assert!(makefile.contains("\nmanifests:") && makefile.contains("\ncrd-compat:"));
+    let manifest = session.read("widget-operator/Cargo.toml");
+    assert!(
+        manifest.contains("[dev-dependencies]\nkopgen-runtime = {"),
+        "{manifest}"
+    );
+    let project_file = session.read("widget-operator/PROJECT");
+    for needle in [
+        "adopted: true",
+        "domain: example.io",
+        "kubernetesTypes: kube-derive",
+        "path: crate::crd::Widget",
+        "projectName: widget-operator",
+    ] {
+        assert!(project_file.contains(needle), "{needle}:\n{project_file}");
+    }
+    assert!(
+        session
+            .read("widget-operator/tests/crds.rs")
+            .contains("widget_operator::crd::Widget::crd(),")
+    );
+    assert!(project.join(".github/workflows/kopgen.yml").is_file());
+    // The CRD is the crate's own `crd()` (no patch yet: `note` is required).
+    assert_eq!(
+        spec_required(&crd(&project)),
+        &serde_json::json!(["image", "note"])
+    );
+    ok(&project, &["manifests", "--check"]);
+    let again = fails_cleanly_in(&project, &["init", "--adopt"]);
+    assert!(again.contains("already a kopgen project"), "{again}");
+
+    // The crdgen's edits, as a patch `manifests` applies and `--check` holds to.
+    session.write(
+        "widget-operator/config/crd/patches/widgets.example.io_widgets.yaml",
+        "# Old objects lack `note`; Helm keeps the CRD on uninstall.\n\
+         - op: test\n  path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/required/1\n  value: note\n\
+         - op: remove\n  path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/required/1\n\
+         - op: add\n  path: /metadata/annotations\n  value:\n    helm.sh/resource-policy: keep\n",
+    );
+    let before_check = tree(&project);
+    let stale = run_kopgen(&project, &["manifests", "--check"]);
+    assert_ne!(stale.status, 0, "the patch is not applied yet");
+    assert!(
+        stale.stdout.contains("helm.sh/resource-policy"),
+        "{}",
+        stale.stdout
+    );
+    assert!(tree(&project) == before_check, "--check wrote");
+    ok(&project, &["manifests"]);
+    let patched = crd(&project);
+    assert_eq!(spec_required(&patched), &serde_json::json!(["image"]));
+    assert_eq!(
+        patched["metadata"]["annotations"]["helm.sh/resource-policy"],
+        "keep"
+    );
+    ok(&project, &["manifests", "--check"]);
+
+    // A second kind, beside the crate's layout: kopgen's `api` module, declared in lib.rs.
+    let gadget = [
+        "create",
+        "api",
+        "--group",
+        "widgets",
+        "--version",
+        "v1",
+        "--kind",
+        "Gadget",
+    ];
+    let refused = fails_cleanly_in(&project, &gadget);
+    assert!(refused.contains("--controller=false"), "{refused}");
+    let mut with_types = gadget.to_vec();
+    with_types.push("--controller=false");
+    ok(&project, &with_types);
+    let lib = session.read("widget-operator/src/lib.rs");
+    let original_lib =
+        String::from_utf8(before["src/lib.rs"].clone().expect("a file")).expect("text");
+    assert!(
+        lib.starts_with(&original_lib) && lib.ends_with("pub mod api;\n"),
+        "{lib}"
+    );
+    assert_eq!(after["src/crd.rs"], tree(&project)["src/crd.rs"]);
+    assert!(project.join("src/api/widgets/v1/gadget.rs").is_file());
+    assert!(
+        project
+            .join("config/crd/bases/widgets.example.io_gadgets.yaml")
+            .is_file()
+    );
+    ok(&project, &["manifests", "--check"]);
+
+    // The crate builds; its own crdgen prints what kopgen wrote; the drift test (with the
+    // patch) and the new kind's tests pass.
+    support::cargo_ok(&project, &["test"]);
+    let crdgen = support::cargo(&project, &["run", "--quiet", "--bin", "crdgen"]);
+    assert!(
+        crdgen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crdgen.stderr)
+    );
+    let theirs: serde_json::Value =
+        serde_yaml::from_slice(&crdgen.stdout).expect("crdgen prints YAML");
+    assert_eq!(theirs, crd(&project), "their crdgen and kopgen agree");
+}
+
+#[test]
+fn adopting_refuses_what_it_cannot_adopt_and_changes_nothing() {
+    let session = Session::new();
+    // An older kube: upgrade first.
+    let project = session.join("old");
+    copy(&fixture(), &project);
+    let manifest = session
+        .read("old/Cargo.toml")
+        .replace("version = \"5\"", "version = \"1\"");
+    session.write("old/Cargo.toml", &manifest);
+    let e = fails_cleanly_in(&project, &["init", "--adopt"]);
+    assert!(e.contains("upgrade the crate to them first"), "{e}");
+    // Not a crate.
+    std::fs::create_dir_all(session.join("empty")).expect("mkdir");
+    let e = fails_cleanly_in(&session.join("empty"), &["init", "--adopt"]);
+    assert!(e.contains("no Cargo.toml"), "{e}");
+    // Groups without a shared domain.
+    let mixed = session.join("mixed");
+    copy(&fixture(), &mixed);
+    let other = session
+        .read("mixed/src/crd.rs")
+        .replace("widgets.example.io", "widgets.other.dev");
+    session.write("mixed/src/second.rs", &other.replace("Widget", "Thing"));
+    session.write(
+        "mixed/src/lib.rs",
+        "pub mod crd;\npub mod defaults;\npub mod second;\n",
+    );
+    let e = fails_cleanly_in(&mixed, &["init", "--adopt"]);
+    assert!(e.contains("pass --domain"), "{e}");
+    ok(&mixed, &["init", "--adopt", "--domain", "example.io"]);
+}
+
+#[test]
+fn a_binary_crate_is_adopted_without_a_drift_test() {
+    let session = Session::new();
+    let project = session.join("bin-only");
+    copy(&fixture(), &project);
+    std::fs::remove_file(project.join("src/lib.rs")).expect("rm");
+    std::fs::remove_dir_all(project.join("src/bin")).expect("rm");
+    session.write(
+        "bin-only/src/main.rs",
+        "mod crd;\nmod defaults;\n\nfn main() {}\n",
+    );
+    let before = tree(&project);
+    let run = ok(&project, &["init", "--adopt"]);
+    assert!(run.stdout.contains("no drift test"), "{}", run.stdout);
+    assert!(!project.join("tests/crds.rs").exists());
+    assert!(!project.join("vendor").exists());
+    // Cargo.toml untouched: nothing to depend on.
+    assert_eq!(before["Cargo.toml"], tree(&project)["Cargo.toml"]);
+    assert!(project.join(CRD).is_file());
+    ok(&project, &["manifests", "--check"]);
+    // `create api` declares kopgen's module in main.rs.
+    ok(
+        &project,
+        &[
+            "create",
+            "api",
+            "--group",
+            "widgets",
+            "--version",
+            "v1",
+            "--kind",
+            "Gadget",
+            "--controller=false",
+        ],
+    );
+    assert!(
+        session
+            .read("bin-only/src/main.rs")
+            .ends_with("pub mod api;\n")
+    );
+    ok(&project, &["manifests", "--check"]);
+}
