@@ -304,3 +304,103 @@ fn another_kube_version_is_named() {
         run.stderr
     );
 }
+
+/// Kinds whose `#[kube(...)]` stackable-versioned's `#[versioned]` writes (both spellings: on a
+/// struct, and on a module around it), with a field only the later version has. `static`
+/// says why they need compiling; `auto` compiles them, and the CRD holds each version's own
+/// schema, as the crate's crdgen prints it.
+#[test]
+fn stackable_versioned_kinds_are_compiled_with_a_reason() {
+    let session = Session::new();
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/versioned");
+    session.write(
+        "demo/Cargo.toml",
+        &format!(
+            "{}stackable-versioned = {{ path = \"{}\" }}\n",
+            CARGO_TOML.replace("fallback-demo", "versioned-demo"),
+            fake.display()
+        ),
+    );
+    session.write("demo/src/lib.rs", "pub mod api;\n");
+    session.write(
+        "demo/src/api.rs",
+        r#"use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use stackable_versioned::versioned;
+
+/// A widget, in two versions.
+#[versioned(
+    version(name = "v1alpha1"),
+    version(name = "v1"),
+    k8s(group = "sv.example.com", namespaced)
+)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+pub struct WidgetSpec {
+    pub size: i32,
+    #[versioned(added(since = "v1"))]
+    pub colour: Option<String>,
+}
+
+#[versioned(version(name = "v1beta1"))]
+pub mod versioned {
+    use super::*;
+
+    /// A gadget.
+    #[versioned(crd(group = "sv.example.com", shortname = "gd"))]
+    #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+    pub struct GadgetSpec {
+        pub level: u8,
+    }
+}
+"#,
+    );
+    session.write(
+        "demo/examples/crdgen.rs",
+        r#"use kube::CustomResourceExt;
+use versioned_demo::api;
+
+fn main() {
+    let widget = kube::core::crd::merge_crds(vec![api::v1::Widget::crd(), api::v1alpha1::Widget::crd()], "v1").unwrap();
+    print!("{}", serde_saphyr::to_string(&api::v1beta1::Gadget::crd()).unwrap());
+    print!("---\n{}", serde_saphyr::to_string(&widget).unwrap());
+}
+"#,
+    );
+    let refused = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "static"]);
+    assert_eq!(refused.status, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(
+            "stackable-versioned's #[versioned] writes the #[kube(...)] of Widget (v1, v1alpha1) when the crate compiles"
+        ) && refused.stderr.contains("of Gadget (v1beta1)")
+            && !refused.stderr.contains("needs `group`"),
+        "{}",
+        refused.stderr
+    );
+    let auto = kopgen_in_demo(&session, &["manifests", "--stdout"]);
+    assert_eq!(auto.status, 0, "{}", auto.stderr);
+    assert!(
+        auto.stderr
+            .contains("note: compiled the crate for Gadget.sv.example.com (")
+            && auto.stderr.contains("Widget.sv.example.com ("),
+        "{}",
+        auto.stderr
+    );
+    let crdgen = support::cargo(
+        &session.join("demo"),
+        &["run", "--quiet", "--example", "crdgen"],
+    );
+    assert!(
+        crdgen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crdgen.stderr)
+    );
+    let expected: Vec<String> = String::from_utf8_lossy(&crdgen.stdout)
+        .split("---\n")
+        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
+        .collect();
+    let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
+    assert_eq!(ours, [expected[0].as_str(), expected[1].as_str()]);
+    // v1 has `colour`, v1alpha1 does not: the versions' own schemas, not one guessed for both.
+    assert_eq!(ours[1].matches("colour:").count(), 1, "{}", ours[1]);
+}

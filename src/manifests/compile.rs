@@ -159,6 +159,12 @@ fn request(index: &Index, kind: &Kind, krate: &Crate) -> Result<Request, Manifes
             }
             .into());
         }
+        // A type an attribute macro generates is named where the macro puts it.
+        if let Some(generated) = &cr.generated {
+            let path = generated.strip_prefix("crate").unwrap_or(generated);
+            types.push(format!("{USER_CRATE}{path}"));
+            continue;
+        }
         let module = super::discover::module_of(USER_CRATE, &src, &file);
         let root = cr
             .attrs

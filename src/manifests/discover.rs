@@ -128,7 +128,12 @@ fn given_path(path: &Path) -> Result<(), ManifestError> {
         path: path.display().to_string(),
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => io(
+            "no such file or directory; --paths takes the Rust files or directories to read".into(),
+        ),
+        _ => io(e.to_string()),
+    })?;
     if meta.is_file() || meta.is_dir() {
         return Ok(());
     }

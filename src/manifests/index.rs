@@ -52,6 +52,9 @@ pub struct Module {
     /// their own: not part of the crate `crd()` runs in, so their custom resources are not the
     /// operator's.
     pub excluded_children: Vec<String>,
+    /// The versions a stackable-versioned `#[versioned(version(..))]` on this module declares:
+    /// the macro replaces the module with one module per version (see `attrs::versioned`).
+    pub versions: Vec<String>,
 }
 
 /// The modules and items of the sources read, all parsed up front.
@@ -324,6 +327,9 @@ impl Index {
                 Item::Mod(m) => {
                     let child = format!("{module}::{}", m.ident);
                     self.module_mut(module).children.push(m.ident.to_string());
+                    if let Some(versioned) = super::attrs::versioned(&m.attrs) {
+                        self.module_mut(&child).versions = versioned.versions;
+                    }
                     if !matches!(m.vis, syn::Visibility::Public(_)) {
                         self.module_mut(module)
                             .private_children

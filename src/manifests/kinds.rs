@@ -22,6 +22,9 @@ pub struct CustomResource {
     pub attrs: KubeAttrs,
     pub file: PathBuf,
     pub span: Span,
+    /// The path of the root type an attribute macro generates for this version
+    /// (stackable-versioned's `crate::crd::v1alpha1::Foo`): such a kind is only compiled.
+    pub generated: Option<String>,
 }
 
 impl CustomResource {
@@ -91,12 +94,33 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
             continue;
         }
         let file = index.file(item).to_path_buf();
+        let module_versions = (index.modules.get(&item.module))
+            .map(|m| m.versions.clone())
+            .unwrap_or_default();
+        let versioned = attrs::versioned(attrs);
+        if versioned.is_some() || !module_versions.is_empty() {
+            let at = SourceError::at(&file, span, "");
+            match versioned_versions(i, item, versioned, module_versions, &file, span) {
+                Ok(crs) => {
+                    for cr in crs {
+                        (by_kind.entry((cr.group().to_owned(), cr.kind().to_owned())))
+                            .or_default()
+                            .push(cr);
+                    }
+                }
+                Err(message) => errors.push(at.reworded(message).help(
+                    "stackable-versioned needs `version(name = \"..\")` and `crd(group = \"..\")` (`k8s(..)` in older releases)",
+                )),
+            }
+            continue;
+        }
         let cr = match attrs::kube_attrs(attrs) {
             Ok(attrs) => CustomResource {
                 item: i,
                 attrs,
                 file,
                 span,
+                generated: None,
             },
             Err(e) => {
                 errors.push(syn_error(&file, e));
@@ -173,6 +197,64 @@ pub fn find(index: &Index) -> Result<Vec<Kind>, Vec<SourceError>> {
         error::sort_by_place(&mut errors);
         Err(errors)
     }
+}
+
+/// The versions of a kind whose `#[kube(...)]` stackable-versioned's `#[versioned]` writes:
+/// one per declared version, each the root type the macro generates in that version's module
+/// (beside the struct, or in place of the module the versions are declared on).
+fn versioned_versions(
+    i: usize,
+    item: &crate::manifests::index::IndexedItem,
+    versioned: Option<attrs::Versioned>,
+    module_versions: Vec<String>,
+    file: &std::path::Path,
+    span: Span,
+) -> Result<Vec<CustomResource>, String> {
+    let name = match &item.kind {
+        ItemKind::Struct(s) => s.ident.to_string(),
+        ItemKind::Enum(e) => e.ident.to_string(),
+        _ => String::new(),
+    };
+    let versioned = versioned.unwrap_or_default();
+    let (versions, generated_in) = match versioned.versions.is_empty() {
+        false => (versioned.versions, item.module.clone()),
+        true => {
+            let parent =
+                (item.module.rsplit_once("::")).map_or(item.module.as_str(), |(parent, _)| parent);
+            (module_versions, parent.to_owned())
+        }
+    };
+    let crd = versioned.crd.unwrap_or_default();
+    let Some(group) = crd.group else {
+        return Err(format!(
+            "{name} derives CustomResource under stackable-versioned's #[versioned], which names no group"
+        ));
+    };
+    if versions.is_empty() {
+        return Err(format!(
+            "{name} is under stackable-versioned's #[versioned] without a version"
+        ));
+    }
+    let kind = crd
+        .kind
+        .unwrap_or_else(|| name.strip_suffix("Spec").unwrap_or(&name).to_owned());
+    Ok(versions
+        .into_iter()
+        .map(|version| CustomResource {
+            item: i,
+            generated: Some(format!("{generated_in}::{version}::{kind}")),
+            attrs: KubeAttrs {
+                group: Some(group.clone()),
+                version: Some(version),
+                kind: Some(kind.clone()),
+                plural: crd.plural.clone(),
+                namespaced: crd.namespaced,
+                ..Default::default()
+            },
+            file: file.to_path_buf(),
+            span,
+        })
+        .collect())
 }
 
 /// Orders and stores each kind as the crate's `merge_crds(vec![..], "v")` call for it does:

@@ -136,6 +136,26 @@ pub fn generate_with(
     Ok(generated)
 }
 
+/// Why a kind whose `#[kube(...)]` an attribute macro writes can only be compiled, if it is
+/// one: the macro changes fields per version, and kopgen expands no macros.
+fn generated_by_a_macro(kind: &kinds::Kind) -> Option<error::SourceError> {
+    let first = kind.versions.iter().find(|cr| cr.generated.is_some())?;
+    let versions: Vec<&str> = kind.versions.iter().map(|cr| cr.version()).collect();
+    Some(
+        error::SourceError::at(
+            &first.file,
+            first.span,
+            format!(
+                "stackable-versioned's #[versioned] writes the #[kube(...)] of {} ({}) when the crate compiles",
+                kind.kind,
+                versions.join(", ")
+            ),
+        )
+        .help("kopgen expands no macros: --derive=auto (the default) compiles the crate for this kind")
+        .unsupported(),
+    )
+}
+
 /// One kind's result: its file and located findings, or the errors that kept it from a CRD.
 #[derive(Debug)]
 pub struct KindResult {
@@ -220,7 +240,13 @@ fn derive_each(
             let mut builder = schema::Builder::new(&index);
             let schemas = kinds
                 .iter()
-                .map(|kind| derive::schemas(&index, kind, &mut builder))
+                .map(|kind| match generated_by_a_macro(kind) {
+                    Some(error) => derive::Schemas {
+                        versions: Err(vec![error]),
+                        storage: None,
+                    },
+                    None => derive::schemas(&index, kind, &mut builder),
+                })
                 .collect();
             let rendered = derive::render_all(schemas, options, stack_size(sources));
             kinds

@@ -6,6 +6,7 @@ mod kube;
 mod metadata;
 mod serde_attrs;
 mod values;
+mod versioned;
 
 use proc_macro2::Span;
 use syn::{Attribute, Expr, LitStr, meta::ParseNestedMeta, spanned::Spanned};
@@ -14,6 +15,7 @@ pub use kube::*;
 pub use metadata::*;
 pub use serde_attrs::*;
 pub use values::*;
+pub use versioned::*;
 
 /// `default` (the type's `Default`) or `default = "path"` (a function).
 pub(super) fn default_attr(meta: &ParseNestedMeta) -> syn::Result<DefaultAttr> {
