@@ -202,11 +202,29 @@ fn adopting_refuses_what_it_cannot_adopt_and_changes_nothing() {
     session.write("mixed/src/second.rs", &other.replace("Widget", "Thing"));
     session.write(
         "mixed/src/lib.rs",
-        "pub mod crd;\npub mod defaults;\npub mod second;\n",
+        "pub mod crd;\npub mod defaults;\npub mod second;\npub mod third;\n",
+    );
+    // A kind whose schema is written by hand: only compiling the crate gives its CRD.
+    session.write(
+        "mixed/src/third.rs",
+        "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{Deserialize, Serialize};\n\
+         #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]\n\
+         #[kube(group = \"widgets.example.io\", version = \"v1\", kind = \"Knob\")]\n\
+         pub struct KnobSpec { pub level: Level }\n\
+         #[derive(Deserialize, Serialize, Clone, Debug)]\npub struct Level(pub u8);\n\
+         impl JsonSchema for Level {\n    fn schema_name() -> std::borrow::Cow<'static, str> { \"Level\".into() }\n\
+         \x20   fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema { schemars::json_schema!({\"type\": \"integer\"}) }\n}\n",
     );
     let e = fails_cleanly_in(&mixed, &["init", "--adopt"]);
     assert!(e.contains("pass --domain"), "{e}");
-    ok(&mixed, &["init", "--adopt", "--domain", "example.io"]);
+    let run = ok(&mixed, &["init", "--adopt", "--domain", "example.io"]);
+    assert!(
+        run.stdout
+            .contains("config/crd/bases/widgets.example.io_knobs.yaml need compiling the crate"),
+        "{}",
+        run.stdout
+    );
+    assert!(mixed.join(CRD).is_file());
 }
 
 #[test]

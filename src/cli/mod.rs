@@ -390,6 +390,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
                     "note: the Makefile's own `{target}` target is kept as it is"
                 )?;
             }
+            if !adopted.not_written.is_empty() {
+                writeln!(
+                    out,
+                    "note: {} need compiling the crate: `kopgen manifests` writes them",
+                    adopted.not_written.join(", ")
+                )?;
+            }
             if let Some(why) = &adopted.no_drift_test {
                 writeln!(out, "note: no drift test: {why}")?;
             }

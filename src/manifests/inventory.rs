@@ -41,8 +41,10 @@ pub fn kinds(sources: &[Source]) -> Result<Vec<KindVersion>, ManifestError> {
                 version: cr.version().to_owned(),
                 plural: cr.plural(),
                 namespaced: cr.attrs.namespaced,
-                public_path: index.public_path(&item.module, &root),
-                path: format!("{}::{root}", item.module),
+                // A macro's generated type is named where the macro puts it (see `kinds`).
+                public_path: (cr.generated.clone())
+                    .or_else(|| index.public_path(&item.module, &root)),
+                path: (cr.generated.clone()).unwrap_or_else(|| format!("{}::{root}", item.module)),
             });
         }
     }

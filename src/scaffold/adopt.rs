@@ -75,6 +75,9 @@ pub struct Adopted {
     pub no_drift_test: Option<String>,
     /// Makefile targets that were already there and kept as they are.
     pub kept_targets: Vec<String>,
+    /// CRDs the static reader could not write (kinds that need compiling): `kopgen manifests`
+    /// writes them.
+    pub not_written: Vec<String>,
 }
 
 /// Reads the crate and renders what adopting writes, in memory.
@@ -162,6 +165,11 @@ pub fn plan(options: &AdoptOptions) -> Result<(ChangeSet, Adopted), AdoptError> 
     list_kinds(&mut changes, &project)?;
     changes.put(project::PROJECT_FILE, project.render());
     super::derived::put_manifests(&mut changes, &project);
+    adopted.not_written = (project.resources.iter())
+        .map(|r| format!("config/crd/bases/{}_{}.yaml", r.full_group(), r.plural()))
+        .filter(|file| !changes.exists(file))
+        .collect();
+    adopted.not_written.dedup();
     Ok((changes, adopted))
 }
 

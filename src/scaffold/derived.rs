@@ -41,9 +41,16 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
     let Ok(options) = options else {
         return;
     };
-    let Ok(generated) = manifests::generate_with(&sources, &options) else {
+    // Each kind that derives is written; one that needs compiling (or does not derive) is
+    // left for `kopgen manifests`, and so is the chart, which holds every CRD.
+    let Ok(kinds) = manifests::derive_kinds(&sources, &options) else {
         return;
     };
+    let every_kind = kinds.iter().all(|k| k.result.is_ok());
+    let mut outputs: Vec<manifests::Output> = (kinds.into_iter())
+        .filter_map(|k| k.result.ok().map(|(output, _)| output))
+        .collect();
+    outputs.sort_by(|a, b| a.path.cmp(&b.path));
     let mut crates = vec![sources];
     crates.extend(discover::binary_crates(&src).unwrap_or_default());
     let Ok(sources) = manifests::marker_sources(&crates, &options) else {
@@ -58,16 +65,16 @@ pub(crate) fn put_manifests(changes: &mut ChangeSet, project: &Project) {
         .and_then(|found| crate::webhooks::render(&found));
     // The chart, from the same files, as `kopgen manifests` renders it: a command never leaves
     // it behind the CRDs and roles it wrote (the project's CI checks that it is current).
-    if project.helm {
+    if project.helm && every_kind {
         let derived = crate::chart::Derived {
-            crds: &generated.outputs,
+            crds: &outputs,
             role: &role,
             webhooks: webhooks.as_deref(),
         };
         // Where it cannot be rendered, `kopgen manifests` says why.
         let _ = crate::chart::render(project, &derived, changes);
     }
-    for output in generated.outputs {
+    for output in outputs {
         changes.put(
             std::path::Path::new("config/crd/bases").join(output.path),
             output.contents,
