@@ -107,7 +107,7 @@ fn an_existing_operator_is_adopted_with_its_sources_unchanged() {
 
     // The crdgen's edits, as a patch `manifests` applies and `--check` holds to.
     session.write(
-        "widget-operator/config/crd/patches/widgets.example.io_widgets.yaml",
+        "widget-operator/config/crd/bases-patches/widgets.example.io_widgets.yaml",
         "# Old objects lack `note`; Helm keeps the CRD on uninstall.\n\
          - op: test\n  path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/required/1\n  value: note\n\
          - op: remove\n  path: /spec/versions/0/schema/openAPIV3Schema/properties/spec/required/1\n\

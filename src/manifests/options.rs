@@ -27,7 +27,7 @@ pub struct Options {
     /// Which kinds of the sources read are derived (`--paths` inside a crate: the crate is read,
     /// the kinds below the paths given are derived).
     pub only: Only,
-    /// The project's CRD patches (`config/crd/patches/`), applied after the settings.
+    /// The project's CRD patches (`config/crd/bases-patches/`), applied after the settings.
     pub patches: std::sync::Arc<super::patches::Patches>,
 }
 
@@ -57,7 +57,7 @@ impl Options {
         self
     }
 
-    /// With the CRD patches of the project in `root` (`config/crd/patches/`).
+    /// With the CRD patches of the project in `root` (`config/crd/bases-patches/`).
     pub fn with_patches(
         mut self,
         root: &std::path::Path,

@@ -1,4 +1,4 @@
-//! The CRD post-processing a project keeps in `config/crd/patches/`: one JSON Patch (RFC 6902,
+//! The CRD post-processing a project keeps in `config/crd/bases-patches/`: one JSON Patch (RFC 6902,
 //! written in YAML as kustomize's `patchesJson6902` are) per CRD file, named as the file in
 //! `config/crd/bases/` it patches. Operators that grew their own crdgen do small edits after
 //! `crd()` (an annotation, a `required` entry removed, a conversion stanza); here they are data
@@ -20,7 +20,7 @@ use super::error::ManifestError;
 use crate::regular_file::ReadError;
 
 /// Where a project keeps its patches, relative to its root.
-pub const DIR: &str = "config/crd/patches";
+pub const DIR: &str = "config/crd/bases-patches";
 
 /// The largest patch file read: far beyond a hand-written patch.
 const MAX_PATCH_BYTES: u64 = 1 << 20;
@@ -62,7 +62,7 @@ impl Patches {
             if !name.ends_with(".yaml") {
                 return Err(io(
                     &path,
-                    "not a patch: config/crd/patches/ holds one `<group>_<plural>.yaml` per CRD it patches; move this file elsewhere".into(),
+                    "not a patch: config/crd/bases-patches/ holds one `<group>_<plural>.yaml` per CRD it patches; move this file elsewhere".into(),
                 ));
             }
             let bytes =
@@ -217,7 +217,7 @@ mod tests {
         let e = patches.apply(&mut crd).expect_err("the test fails");
         assert!(e.contains("operation 2 (`test /spec/scope`)"), "{e}");
         assert!(
-            e.contains("config/crd/patches/apps.example.com_blogs.yaml"),
+            e.contains("config/crd/bases-patches/apps.example.com_blogs.yaml"),
             "{e}"
         );
         assert_eq!(crd, before);

@@ -73,7 +73,10 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
         .collect();
     let root = bases.ancestors().nth(3).unwrap_or(bases);
     for (file, mut expected) in expected_files(versions) {
-        patch(&mut expected, &root.join("config/crd/patches").join(&file));
+        patch(
+            &mut expected,
+            &root.join("config/crd/bases-patches").join(&file),
+        );
         let path = bases.join(&file);
         let committed = std::fs::read_to_string(&path)
             .unwrap_or_else(|_| panic!("{} is missing: run `make manifests`", path.display()));
@@ -89,7 +92,7 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
     }
 }
 
-/// Applies the project's patch of a CRD (`config/crd/patches/<file>`, a JSON Patch written in
+/// Applies the project's patch of a CRD (`config/crd/bases-patches/<file>`, a JSON Patch written in
 /// YAML), as `kopgen manifests` applies it after the settings, if there is one.
 fn patch(crd: &mut CustomResourceDefinition, path: &Path) {
     let Ok(text) = std::fs::read_to_string(path) else {
