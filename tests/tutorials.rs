@@ -151,8 +151,8 @@ fn cronjob_of_the_tutorial_works_on_a_real_control_plane() {
     edit(
         &project,
         "Cargo.toml",
-        "serde_yaml = \"0.9\"\n",
-        "serde_yaml = \"0.9\"\njson-patch = \"4\"\n",
+        "serde-saphyr = \"2\"\n",
+        "serde-saphyr = \"2\"\njson-patch = \"4\"\n",
     );
     copy(&project, "cronjob_types.rs", "src/api/batch/v1/cron_job.rs");
     copy(
