@@ -41,6 +41,19 @@ fn under<'a>(tree: &'a Tree, dir: &str) -> Vec<(&'a String, &'a Option<Vec<u8>>)
         .collect()
 }
 
+/// A second kind added to an adopted crate (types only: its manager is its own).
+const GADGET: [&str; 9] = [
+    "create",
+    "api",
+    "--group",
+    "widgets",
+    "--version",
+    "v1",
+    "--kind",
+    "Gadget",
+    "--controller=false",
+];
+
 const CRD: &str = "config/crd/bases/widgets.example.io_widgets.yaml";
 
 fn crd(project: &Path) -> serde_json::Value {
@@ -132,21 +145,9 @@ fn an_existing_operator_is_adopted_with_its_sources_unchanged() {
     ok(&project, &["manifests", "--check"]);
 
     // A second kind, beside the crate's layout: kopgen's `api` module, declared in lib.rs.
-    let gadget = [
-        "create",
-        "api",
-        "--group",
-        "widgets",
-        "--version",
-        "v1",
-        "--kind",
-        "Gadget",
-    ];
-    let refused = fails_cleanly_in(&project, &gadget);
+    let refused = fails_cleanly_in(&project, &GADGET[..GADGET.len() - 1]);
     assert!(refused.contains("--controller=false"), "{refused}");
-    let mut with_types = gadget.to_vec();
-    with_types.push("--controller=false");
-    ok(&project, &with_types);
+    ok(&project, &GADGET);
     let lib = session.read("widget-operator/src/lib.rs");
     let original_lib =
         String::from_utf8(before["src/lib.rs"].clone().expect("a file")).expect("text");
@@ -248,20 +249,7 @@ fn a_binary_crate_is_adopted_without_a_drift_test() {
     assert!(project.join(CRD).is_file());
     ok(&project, &["manifests", "--check"]);
     // `create api` declares kopgen's module in main.rs.
-    ok(
-        &project,
-        &[
-            "create",
-            "api",
-            "--group",
-            "widgets",
-            "--version",
-            "v1",
-            "--kind",
-            "Gadget",
-            "--controller=false",
-        ],
-    );
+    ok(&project, &GADGET);
     assert!(
         session
             .read("bin-only/src/main.rs")

@@ -100,6 +100,24 @@ fn fallback_crate(session: &Session) {
     session.write("demo/examples/crdgen.rs", CRDGEN);
 }
 
+/// What the crate's own crdgen example prints, one CRD per entry, each as kopgen writes the
+/// file (its header line first): the ground truth the compiled path is compared with.
+fn crdgen_files(session: &Session) -> Vec<String> {
+    let crdgen = support::cargo(
+        &session.join("demo"),
+        &["run", "--quiet", "--example", "crdgen"],
+    );
+    assert!(
+        crdgen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crdgen.stderr)
+    );
+    String::from_utf8_lossy(&crdgen.stdout)
+        .split("---\n")
+        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
+        .collect()
+}
+
 /// Runs kopgen in `demo/` with the shared target directory, as a user whose crate builds there.
 fn kopgen_in_demo(session: &Session, args: &[&str]) -> support::Run {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopgen"))
@@ -157,19 +175,7 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
     );
 
     // The bytes are `crd()`'s, as the crate's own crdgen prints them.
-    let crdgen = support::cargo(
-        &session.join("demo"),
-        &["run", "--quiet", "--example", "crdgen"],
-    );
-    assert!(
-        crdgen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&crdgen.stderr)
-    );
-    let expected: Vec<String> = String::from_utf8_lossy(&crdgen.stdout)
-        .split("---\n")
-        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
-        .collect();
+    let expected = crdgen_files(&session);
     let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
     // kopgen prints CRDs by file name: gauges, plains, widgets.
     assert_eq!(
@@ -386,19 +392,7 @@ fn main() {
         "{}",
         auto.stderr
     );
-    let crdgen = support::cargo(
-        &session.join("demo"),
-        &["run", "--quiet", "--example", "crdgen"],
-    );
-    assert!(
-        crdgen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&crdgen.stderr)
-    );
-    let expected: Vec<String> = String::from_utf8_lossy(&crdgen.stdout)
-        .split("---\n")
-        .map(|crd| format!("{}{crd}", kopgen::manifests::HEADER))
-        .collect();
+    let expected = crdgen_files(&session);
     let ours: Vec<&str> = auto.stdout.split("---\n").skip(1).collect();
     assert_eq!(ours, [expected[0].as_str(), expected[1].as_str()]);
     // v1 has `colour`, v1alpha1 does not: the versions' own schemas, not one guessed for both.

@@ -17,7 +17,6 @@ use json_patch::{Patch, PatchOperation};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 use super::error::ManifestError;
-use crate::regular_file::ReadError;
 
 /// Where a project keeps its patches, relative to its root.
 pub const DIR: &str = "config/crd/bases-patches";
@@ -65,17 +64,8 @@ impl Patches {
                     "not a patch: config/crd/bases-patches/ holds one `<group>_<plural>.yaml` per CRD it patches; move this file elsewhere".into(),
                 ));
             }
-            let bytes =
-                crate::regular_file::read_at_most(&path, MAX_PATCH_BYTES).map_err(|e| match e {
-                    ReadError::NotRegular => io(&path, "not a regular file".into()),
-                    ReadError::TooLarge { size, .. } => io(
-                        &path,
-                        format!(
-                            "{size} bytes, over kopgen's limit of {MAX_PATCH_BYTES} for a patch"
-                        ),
-                    ),
-                    ReadError::Io(e) => io(&path, e.to_string()),
-                })?;
+            let bytes = crate::regular_file::read_at_most(&path, MAX_PATCH_BYTES)
+                .map_err(|e| io(&path, std::io::Error::from(e).to_string()))?;
             let text = String::from_utf8(bytes).map_err(|_| io(&path, "not UTF-8 text".into()))?;
             let patch: Patch = crate::yaml::from_str(&text).map_err(|e| {
                 io(

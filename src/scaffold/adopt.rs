@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use super::edit::{EditError, edit, uncomment};
 use crate::{
     changeset::{ChangeError, ChangeSet},
     manifests::{self, discover, error::ManifestError, inventory::KindVersion},
@@ -62,6 +63,8 @@ pub enum AdoptError {
     Template(#[from] TemplateError),
     #[error(transparent)]
     Change(#[from] ChangeError),
+    #[error(transparent)]
+    Edit(#[from] EditError),
 }
 
 /// The drift test kopgen writes; a crate with a file of that name keeps its own.
@@ -245,22 +248,18 @@ fn list_kinds(changes: &mut ChangeSet, project: &Project) -> Result<(), AdoptErr
         .collect();
     files.sort();
     files.dedup();
-    let kustomization = "config/crd/kustomization.yaml";
-    let text = changes.read(kustomization)?.unwrap_or_default();
-    let marker = "+kopgen:scaffold:crdkustomizeresource";
-    let listed = crate::insertion::insert_at_marker(
-        kustomization,
-        &text,
-        marker,
+    edit(
+        changes,
+        "config/crd/kustomization.yaml",
+        "+kopgen:scaffold:crdkustomizeresource",
         &files,
-        crate::insertion::Placement::Append,
-    )
-    .map_err(|e| AdoptError::Manifests(ManifestError::Other(e.to_string())))?;
-    changes.put(kustomization, listed);
+    )?;
     if !files.is_empty() {
-        let default = "config/default/kustomization.yaml";
-        let text = changes.read(default)?.unwrap_or_default();
-        changes.put(default, text.replacen("#- ../crd\n", "- ../crd\n", 1));
+        uncomment(
+            changes,
+            "config/default/kustomization.yaml",
+            &[&["- ../crd"]],
+        )?;
     }
     Ok(())
 }
@@ -341,15 +340,13 @@ fn drift_test(
             format!("{crate_name}{path}::crd(),")
         })
         .collect();
-    let test = crate::insertion::insert_at_marker(
+    changes.put(DRIFT_TEST, test);
+    edit(
+        changes,
         DRIFT_TEST,
-        &test,
         "+kopgen:scaffold:crd-versions",
         &entries,
-        crate::insertion::Placement::Append,
-    )
-    .map_err(|e| AdoptError::Manifests(ManifestError::Other(e.to_string())))?;
-    changes.put(DRIFT_TEST, test);
+    )?;
     let manifest = changes.read("Cargo.toml")?.unwrap_or_default();
     changes.put("Cargo.toml", with_dev_dependency(&manifest));
     crate::runtime_crate::vendor(changes);

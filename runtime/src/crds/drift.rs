@@ -56,8 +56,12 @@ fn expected_files(
 
 /// The settings of the project whose `config/crd/bases/` is `bases`: its PROJECT file's.
 fn project_settings(bases: &Path) -> Settings {
-    let root = bases.ancestors().nth(3).unwrap_or(bases);
-    Settings::load(root).unwrap_or_else(|e| panic!("{e}"))
+    Settings::load(project_root(bases)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The project whose `config/crd/bases/` is `bases`.
+fn project_root(bases: &Path) -> &Path {
+    bases.ancestors().nth(3).unwrap_or(bases)
 }
 
 /// Panics unless each CRD of `versions` is committed in `bases`, equal to what the types give
@@ -71,12 +75,9 @@ pub fn committed_crds_match(versions: Vec<CustomResourceDefinition>, bases: &Pat
             crd
         })
         .collect();
-    let root = bases.ancestors().nth(3).unwrap_or(bases);
+    let patches = project_root(bases).join("config/crd/bases-patches");
     for (file, mut expected) in expected_files(versions) {
-        patch(
-            &mut expected,
-            &root.join("config/crd/bases-patches").join(&file),
-        );
+        patch(&mut expected, &patches.join(&file));
         let path = bases.join(&file);
         let committed = std::fs::read_to_string(&path)
             .unwrap_or_else(|_| panic!("{} is missing: run `make manifests`", path.display()));
