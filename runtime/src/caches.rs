@@ -29,6 +29,7 @@ use crate::{
     index::Index,
     kinds::{self, Child, KindScope, MANAGED_BY},
     lock,
+    shards::{self, Key},
     sync::WatchErrors,
     watch,
 };
@@ -75,7 +76,7 @@ pub struct ChildKind {
     pub(crate) resource: ApiResource,
     #[cfg(any(test, feature = "testing"))]
     pub(crate) namespaced: bool,
-    pub(crate) watch: fn(&Context, Option<&str>, WatchErrors) -> Watched,
+    pub(crate) watch: fn(&Context, &Watching<'_>, WatchErrors) -> Watched,
     #[cfg(any(test, feature = "testing"))]
     pub(crate) filled: fn(Vec<Value>, Vec<Value>) -> Arc<dyn Cache>,
 }
@@ -96,18 +97,26 @@ impl ChildKind {
     }
 }
 
+/// Where and for whom a controller's children are watched.
+pub(crate) struct Watching<'a> {
+    /// The namespace watched, or `None` for every namespace.
+    pub(crate) namespace: Option<&'a str>,
+    /// The controller, for the caches' sizes in the metrics.
+    pub(crate) controller: &'static str,
+}
+
 impl Caches {
-    /// The caches of `kinds`, watching them in `namespace`, or in every namespace; the watches'
-    /// failures go to `errors`.
+    /// The caches of `kinds`, watching them as `watching` says; the watches' failures go to
+    /// `errors`.
     pub(crate) fn watch(
         kinds: Vec<ChildKind>,
         ctx: &Context,
-        namespace: Option<&str>,
+        watching: &Watching<'_>,
         errors: &WatchErrors,
     ) -> Vec<Watched> {
         kinds
             .into_iter()
-            .map(|kind| (kind.watch)(ctx, namespace, errors.clone()))
+            .map(|kind| (kind.watch)(ctx, watching, errors.clone()))
             .collect()
     }
 
@@ -358,9 +367,11 @@ pub(crate) fn is_controlled_by(object: &Value, uid: &str) -> bool {
 /// Watches children of kind `C` labelled as this manager's, and the names of the others.
 pub(crate) fn watched<C: Child>(
     ctx: &Context,
-    namespace: Option<&str>,
+    watching: &Watching<'_>,
     errors: WatchErrors,
 ) -> Watched {
+    let namespace = watching.namespace.map(str::to_owned);
+    let controller = watching.controller;
     let label = format!("{MANAGED_BY}={}", ctx.manager);
     let (children, mut writer) = reflector::store();
     let kind = C::kind(&()).into_owned();
@@ -378,8 +389,14 @@ pub(crate) fn watched<C: Child>(
     let names_filled = filled.clone();
     let index = Owners::default();
     let indexed = index.clone();
-    let children_task = watch::streaming(
-        kinds::api::<C>(ctx.client.clone(), namespace),
+    let children_task = shards::watch::streaming(
+        ctx.shards.as_ref(),
+        Key::OwnerUid,
+        &ctx.client,
+        {
+            let namespace = namespace.clone();
+            move |client| kinds::api::<C>(client, namespace.as_deref())
+        },
         watcher::Config::default().labels(&label).any_semantic(),
     )
     .default_backoff()
@@ -388,6 +405,14 @@ pub(crate) fn watched<C: Child>(
         watch::store_packed(&mut writer, event);
         lock(&indexed).apply(event, owner_entry::<C>);
         mark_filled(&filled, CHILDREN, event);
+    })
+    .inspect_ok({
+        let (metrics, kind, store) = (ctx.metrics.clone(), kind.clone(), children.clone());
+        move |event| {
+            if watch::settled(event) {
+                metrics.cached(controller, &kind, "children", store.len());
+            }
+        }
     })
     .touched_objects()
     .for_each(move |child: std::result::Result<C, watcher::Error>| {
@@ -409,8 +434,12 @@ pub(crate) fn watched<C: Child>(
     let waiting = Waiting::default();
     let released = waiting.clone();
     let others = format!("{MANAGED_BY}!={}", ctx.manager);
+    // Not sharded: any owner may ask for any name.
     let names_task = watch::streaming(
-        <C::Scope as KindScope>::api::<PartialObjectMeta<C>>(ctx.client.clone(), namespace),
+        <C::Scope as KindScope>::api::<PartialObjectMeta<C>>(
+            ctx.client.clone(),
+            namespace.as_deref(),
+        ),
         watcher::Config::default().labels(&others).any_semantic(),
     )
     .default_backoff()
@@ -418,6 +447,14 @@ pub(crate) fn watched<C: Child>(
     .inspect_ok(move |event| {
         watch::store_packed(&mut names_writer, event);
         mark_filled(&names_filled, NAMES, event);
+    })
+    .inspect_ok({
+        let (metrics, kind, store) = (ctx.metrics.clone(), kind.clone(), names.clone());
+        move |event| {
+            if watch::settled(event) {
+                metrics.cached(controller, &kind, "names", store.len());
+            }
+        }
     })
     .touched_objects()
     .for_each(

@@ -56,6 +56,13 @@ pub struct Config {
     #[arg(long, env = "POD_NAME")]
     pub leader_election_identity: Option<String>,
 
+    /// `auto`: every replica reconciles a share of the objects (shards of the hash of their
+    /// namespace, or UID for cluster-scoped kinds), each holding a Lease of its own named
+    /// after the leader-election Lease, with its durations; replaces the one leader of
+    /// `--leader-elect`. `off` (the default): one manager does all the work.
+    #[arg(long, env = "SHARDS", value_enum, default_value_t = Sharding::Off)]
+    pub shards: Sharding,
+
     /// How long followers wait, after they last saw the Lease renewed, before taking it
     /// (client-go's `LeaseDuration`).
     #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = duration)]
@@ -154,6 +161,15 @@ pub struct Config {
     /// Log filter, in `tracing_subscriber::EnvFilter` syntax (e.g. `info,kube=debug`).
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log_level: String,
+}
+
+/// Whether replicas share the work by shards (`--shards`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Sharding {
+    /// One manager does all the work (with `--leader-elect`, the leader).
+    Off,
+    /// The live replicas share the hash space, as many shards as replicas.
+    Auto,
 }
 
 /// How the manager writes its log.

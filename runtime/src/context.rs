@@ -47,6 +47,9 @@ pub struct Context {
     /// your own that must not leave a replica that lost the Lease, such as a call to an
     /// external system in `cleanup`.
     pub leadership: Leadership,
+    /// This replica's share of the objects with `--shards auto` (`None`: all of them): a
+    /// reconcile starts only in a bucket it holds, and each watch lists only those buckets.
+    pub shards: Option<crate::shards::Shards>,
     /// Whether the controllers' caches have filled, and how long they may take.
     pub(crate) sync: CacheSync,
     /// How long a reconcile may take, the drain at shutdown, and the resync period.
@@ -106,6 +109,7 @@ impl Context {
             manager: manager.to_owned(),
             events: Events::new(client.clone(), manager, leadership.clone()),
             leadership,
+            shards: None,
             client,
             metrics,
             namespace,

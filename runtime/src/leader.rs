@@ -118,37 +118,42 @@ pub(crate) async fn run_while_leading(
     outcome.and(released)
 }
 
-/// [`elect`] on a thread of its own, with a client of its own made from `config`: the project's
-/// code may block the manager's threads (a blocking SDK call in `desired` or `cleanup`), and
-/// renewals must go on regardless. (Were they starved, [`Leadership`] would still keep writes
-/// from leaving this replica after its deadline; this keeps the Lease, and the replica.)
-pub(crate) fn on_own_thread(
+/// `run` on a thread of its own (named `name`), with a client of its own made from `config`:
+/// the project's code may block the manager's threads (a blocking SDK call in `desired` or
+/// `cleanup`), and renewals of the Leases ([`elect`], the shards' coordinator) must go on
+/// regardless. (Were they starved, [`Leadership`] would still keep writes from leaving this
+/// replica after its deadline; this keeps the Lease, and the replica.)
+pub(crate) fn on_own_thread<F, Fut>(
     config: kube::Config,
-    election: LeaderElection,
-    leadership: Leadership,
-    release: CancellationToken,
-) -> impl Future<Output = Result<()>> {
+    name: &str,
+    run: F,
+) -> impl Future<Output = Result<()>> + use<F, Fut>
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<()>>,
+{
     let (sent, outcome) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
-        .name("leader-election".into())
+        .name(name.to_owned())
         .spawn(move || {
-            let elected = tokio::runtime::Builder::new_current_thread()
+            let outcome = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(Error::Server)
                 .and_then(|runtime| {
                     runtime.block_on(async {
                         let client = Client::try_from(config)?;
-                        elect(client, &election, leadership, release).await
+                        run(client).await
                     })
                 });
-            let _ = sent.send(elected);
+            let _ = sent.send(outcome);
         });
+    let name = name.to_owned();
     async move {
         spawned?;
         outcome
             .await
-            .map_err(|_| Error::Task("the leader-election thread stopped".into()))?
+            .map_err(|_| Error::Task(format!("the {name} thread stopped")))?
     }
 }
 

@@ -42,6 +42,7 @@ mod metrics_auth;
 mod recent;
 pub mod reconciler;
 mod server;
+pub mod shards;
 pub mod status;
 mod sync;
 mod telemetry;

@@ -89,9 +89,13 @@ impl Manager {
     /// that run the controllers themselves (see [`Manager::run_controllers`]).
     pub fn context(&self, client: Client, config: &Config) -> Context {
         let mut ctx = self.context_watching(client, config.watch_namespace());
-        if config.leader_elect {
+        let sharded = config.shards == crate::config::Sharding::Auto;
+        if config.leader_elect || sharded {
             ctx.leadership = crate::Leadership::elected();
             ctx.events = ctx.events.fenced(ctx.leadership.clone());
+        }
+        if sharded {
+            ctx.shards = Some(crate::shards::Shards::default());
         }
         ctx.concurrency = config.max_concurrent_reconciles;
         ctx.sync = CacheSync::new(config.cache_sync_timeout);
@@ -180,7 +184,8 @@ impl Manager {
             (true, Some(certificate)) => Some(tls::load(certificate).await?),
             (true, None) => Some(tls::self_signed(vec!["localhost".into()]).await?),
         };
-        let election = match config.leader_elect {
+        let sharded = config.shards == crate::config::Sharding::Auto;
+        let election = match config.leader_elect || sharded {
             true => Some(config.leader_election(&self.identity)?),
             false => None,
         };
@@ -212,12 +217,29 @@ impl Manager {
 
         let metrics = ctx.metrics.clone();
         let leadership = ctx.leadership.clone();
+        let ctx_shards = ctx.shards.clone();
         // Every replica runs its controllers at once: caches filled, webhooks served; only the
         // leader's reconciles go past `Leadership::leading`, and only while it leads do its
         // writes leave (warm standbys, as controller-runtime's `EnableWarmup`).
         let controllers = self.run_controllers(ctx, shutdown.clone());
-        let result = match election {
-            Some(election) => {
+        let result = match (election, ctx_shards) {
+            (Some(election), Some(shards)) => {
+                // Every replica reconciles the buckets it holds; its writes are fenced on its
+                // own Lease as a leader's are on the one Lease.
+                let release = CancellationToken::new();
+                let drain = config.reconcile_timeout;
+                let coordinator = leader::on_own_thread(kube_config, "shards", {
+                    let release = release.clone();
+                    move |client| async move {
+                        crate::shards::coordinate::run(
+                            client, &election, shards, leadership, metrics, release, drain,
+                        )
+                        .await
+                    }
+                });
+                leader::run_while_leading(coordinator, release, shutdown.clone(), controllers).await
+            }
+            (Some(election), None) => {
                 // `leader_election_master_status`, as client-go reports it: 1 while leading.
                 let lease = election.lease_name.clone();
                 metrics.leading(&lease, false);
@@ -230,8 +252,12 @@ impl Manager {
                     })
                 };
                 let release = CancellationToken::new();
-                let elector =
-                    leader::on_own_thread(kube_config, election, leadership, release.clone());
+                let elector = leader::on_own_thread(kube_config, "leader-election", {
+                    let release = release.clone();
+                    move |client| async move {
+                        leader::elect(client, &election, leadership, release).await
+                    }
+                });
                 let result =
                     leader::run_while_leading(elector, release, shutdown.clone(), controllers)
                         .await;
@@ -239,7 +265,7 @@ impl Manager {
                 metrics.leading(&lease, false);
                 result
             }
-            None => controllers.await,
+            (None, _) => controllers.await,
         };
 
         // Whatever ended the controllers, stop the servers too before exiting.

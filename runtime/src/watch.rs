@@ -16,7 +16,7 @@ use futures::{Stream, StreamExt};
 use kube::{
     Api, Resource,
     runtime::{
-        reflector::{Lookup, store::Writer},
+        reflector::{Lookup, ObjectRef, Store, store::Writer},
         watcher::{self, Event, watcher},
     },
 };
@@ -184,6 +184,50 @@ where
     }
 }
 
+/// The objects `events` applied to `store`, as [`kube::runtime::WatchStreamExt::applied_objects`]
+/// gives them, except that the objects of a list come once the list is complete. kube's store
+/// takes a list's objects at its end, and a controller reads the object it reconciles from the
+/// store: an object that a list (again) brings in, new to the store, would otherwise be looked
+/// up before it is there, and dropped as deleted. Lists happen again after a watch expires, and
+/// whenever a replica's shards change.
+pub fn applied_when_cached<K>(
+    events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    store: Store<K>,
+) -> impl Stream<Item = watcher::Result<K>> + Send
+where
+    K: Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash + Send + Sync,
+{
+    let mut listed: Vec<ObjectRef<K>> = Vec::new();
+    events.flat_map(move |event| {
+        let out: Vec<watcher::Result<K>> = match event {
+            Ok(Event::Init) => {
+                listed.clear();
+                Vec::new()
+            }
+            Ok(Event::InitApply(object)) => {
+                listed.push(object.to_object_ref(Default::default()));
+                Vec::new()
+            }
+            Ok(Event::InitDone) => std::mem::take(&mut listed)
+                .iter()
+                .filter_map(|key| store.get(key))
+                .map(|object| Ok((*object).clone()))
+                .collect(),
+            Ok(Event::Apply(object)) => vec![Ok(object)],
+            Ok(Event::Delete(_)) => Vec::new(),
+            Err(error) => vec![Err(error)],
+        };
+        futures::stream::iter(out)
+    })
+}
+
+/// Whether a cache that applied `event` has a new size worth telling: at the end of a list, and
+/// at each change after it (the objects of a list are not in the cache until its end).
+pub fn settled<K>(event: &Event<K>) -> bool {
+    matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_))
+}
+
 /// Whether the API server refused the watch request as such (400 or 422), rather than failing
 /// to serve it (unreachable, forbidden, kind not installed): only the former means that it
 /// cannot stream lists.
@@ -341,6 +385,35 @@ mod tests {
         assert_eq!(cached("a"), Some(config_map("a", "2")));
         assert_eq!(cached("b"), None);
         assert_eq!(store.state().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_lists_objects_come_once_they_are_in_the_cache() {
+        use kube::runtime::WatchStreamExt;
+        let (store, writer) = kube::runtime::reflector::store::<ConfigMap>();
+        let events = stream::iter([
+            Ok(Event::Init),
+            Ok(Event::InitApply(config_map("a", "1"))),
+            Ok(Event::InitApply(config_map("b", "1"))),
+            Ok(Event::InitDone),
+            Ok(Event::Apply(config_map("c", "1"))),
+            Ok(Event::Delete(config_map("a", "1"))),
+        ])
+        .reflect(writer);
+        let cached = store.clone();
+        let applied: Vec<String> = applied_when_cached(events, store)
+            .map(|object| {
+                let object = object.expect("no error");
+                let key = ObjectRef::from_obj(&object);
+                assert!(
+                    cached.get(&key).is_some(),
+                    "{key} is in the cache when it comes"
+                );
+                object.metadata.name.unwrap_or_default()
+            })
+            .collect()
+            .await;
+        assert_eq!(applied, ["a", "b", "c"]);
     }
 
     #[test]

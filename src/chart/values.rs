@@ -57,7 +57,7 @@ fn model(facts: &Facts) -> Vec<Key> {
             vec![
                 leaf(
                     "replicas",
-                    "Replicas; with leader election one reconciles, the others wait.",
+                    "Replicas; with leader election one reconciles, the others wait (shards: auto shares the work).",
                     json!(1),
                     json!({"type": "integer", "minimum": 0}),
                 ),
@@ -95,6 +95,11 @@ fn model(facts: &Facts) -> Vec<Key> {
                     "leaderElection",
                     "Leader election through a Lease (--leader-elect).",
                     vec![leaf("enable", "", json!(true), json!({"type": "boolean"}))],
+                ),
+                branch(
+                    "shards",
+                    "Every replica reconciles a share of the objects, by the hash of their UID (--shards=auto).",
+                    vec![leaf("enable", "", json!(false), json!({"type": "boolean"}))],
                 ),
                 branch(
                     "logging",

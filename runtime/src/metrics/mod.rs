@@ -5,8 +5,11 @@
 //! from outside: an object is queued when a watch or a requeue asks for it (due at once, or
 //! after its delay) and leaves the queue when its reconcile starts.
 //!
-//! One kopgen metric has no controller-runtime counterpart and keeps the operator's prefix:
-//! `<prefix>_reconcile_errors_by_kind_total{controller, error}`.
+//! The kopgen metrics that have no controller-runtime counterpart keep the operator's prefix:
+//! `<prefix>_reconcile_errors_by_kind_total{controller, error}`, the size of each cache
+//! `<prefix>_cache_objects{controller, kind, cache}` (controller-runtime#3182 asks for it),
+//! and with `--shards`, the ranges this replica holds, `<prefix>_shard_range{range}`, and how
+//! many buckets, `<prefix>_shard_buckets`.
 
 mod process;
 mod queue;
@@ -54,6 +57,25 @@ pub struct ErrorLabels {
     pub error: String,
 }
 
+/// The labels of a cache's size.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLabels {
+    /// The controller whose cache it is.
+    pub controller: String,
+    /// The kind of its objects.
+    pub kind: String,
+    /// `objects` (the kind the controller reconciles), `children` (labelled as this
+    /// manager's) or `names` (the other objects of a child's kind, names only).
+    pub cache: String,
+}
+
+/// The labels of a held range of the hash space.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RangeLabels {
+    /// `0x…-0x…`, start inclusive, end exclusive, as the API server's `shardRange` reads them.
+    pub range: String,
+}
+
 /// How a reconcile ended, for `controller_runtime_reconcile_total{result}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -95,6 +117,9 @@ pub struct Metrics {
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
     leader: Family<LeaderLabels, Gauge>,
+    cache_objects: Family<CacheLabels, Gauge>,
+    shard_ranges: Family<RangeLabels, Gauge>,
+    shard_buckets: Gauge,
     /// Served with or without webhooks (always 0 without), as dashboards expect the series.
     #[cfg_attr(not(feature = "webhooks"), allow(dead_code))]
     webhook_panics: Counter,
@@ -132,6 +157,9 @@ impl Metrics {
         let active_workers = Family::<ControllerLabels, Gauge>::default();
         let leader = Family::<LeaderLabels, Gauge>::default();
         let webhook_panics = Counter::default();
+        let cache_objects = Family::<CacheLabels, Gauge>::default();
+        let shard_ranges = Family::<RangeLabels, Gauge>::default();
+        let shard_buckets = Gauge::default();
         let queues = Arc::new(Queues::default());
         let c = &mut registry;
         c.register(
@@ -177,10 +205,26 @@ impl Metrics {
         );
         queue::register(c, &queues);
         c.register_collector(Box::new(process::Process));
-        registry.sub_registry_with_prefix(prefix).register(
+        let own = registry.sub_registry_with_prefix(prefix);
+        own.register(
             "reconcile_errors_by_kind",
             "Reconciliations that failed, by error kind",
             error_kinds.clone(),
+        );
+        own.register(
+            "cache_objects",
+            "Objects in each cache of each controller",
+            cache_objects.clone(),
+        );
+        own.register(
+            "shard_range",
+            "1 for each range of the hash space this replica holds (--shards)",
+            shard_ranges.clone(),
+        );
+        own.register(
+            "shard_buckets",
+            "How many of the hash space's 64 buckets this replica holds (--shards)",
+            shard_buckets.clone(),
         );
         Self {
             registry,
@@ -193,6 +237,9 @@ impl Metrics {
             max_concurrent,
             active_workers,
             leader,
+            cache_objects,
+            shard_ranges,
+            shard_buckets,
             webhook_panics,
             queues,
         }
@@ -290,6 +337,31 @@ impl Metrics {
                 name: name.to_owned(),
             })
             .set(i64::from(leading));
+    }
+
+    /// `controller`'s cache `cache` of `kind` holds `objects` objects.
+    pub(crate) fn cached(&self, controller: &str, kind: &str, cache: &str, objects: usize) {
+        let labels = CacheLabels {
+            controller: controller.to_owned(),
+            kind: kind.to_owned(),
+            cache: cache.to_owned(),
+        };
+        let objects = i64::try_from(objects).unwrap_or(i64::MAX);
+        self.cache_objects.get_or_create(&labels).set(objects);
+    }
+
+    /// This replica holds the buckets `held`.
+    pub(crate) fn shards(&self, held: &crate::shards::Held) {
+        let count = held.iter().filter(|h| **h).count();
+        self.shard_buckets
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+        self.shard_ranges.clear();
+        for range in crate::shards::hash::ranges(held) {
+            let range = crate::shards::hash::range_name(range);
+            self.shard_ranges
+                .get_or_create(&RangeLabels { range })
+                .set(1);
+        }
     }
 
     /// The registry in OpenMetrics text format.

@@ -83,12 +83,13 @@ pub use setup::{Setup, Watch};
 use crate::{
     Context, Error, Result,
     backoff::Backoff,
-    caches::owner_ref,
+    caches::{Watching, owner_ref},
     children::{Caches, Children, Lookups, Observed},
     kinds::{self, Child},
     lock,
     metrics::{Outcome, queue_key},
     recent::Recent,
+    shards,
     sync::WatchErrors,
     watch,
 };
@@ -325,7 +326,6 @@ pub async fn run<R: Reconcile>(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let setup = reconciler.setup();
-    let objects: Api<R::Kind> = kinds::api(ctx.client.clone(), ctx.namespace.as_deref());
     let (store, writer) = reflector::store();
     let errors = WatchErrors::default();
     // Whether the kind's cache had its first list, kept apart from the store's own readiness,
@@ -335,27 +335,49 @@ pub async fn run<R: Reconcile>(
     // kept from every event of the kind, before any trigger filter.
     let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
     let references: Vec<_> = indexes.iter().flatten().cloned().collect();
-    let events = watch::streaming(objects, setup.selector.config())
-        .default_backoff()
-        .modify(watch::slim)
-        .inspect_ok(move |event| {
-            for index in &references {
-                index.apply(event);
+    let namespace = ctx.namespace.clone();
+    let events = shards::watch::streaming(
+        ctx.shards.as_ref(),
+        SHARD_KEY,
+        &ctx.client,
+        move |client| kinds::api::<R::Kind>(client, namespace.as_deref()),
+        setup.selector.config(),
+    )
+    .default_backoff()
+    .modify(watch::slim)
+    .inspect_ok(move |event| {
+        for index in &references {
+            index.apply(event);
+        }
+        if matches!(event, watcher::Event::InitDone) {
+            listed.send_replace(true);
+        }
+    })
+    .reflect(writer)
+    .inspect_ok({
+        let (metrics, store) = (ctx.metrics.clone(), store.clone());
+        move |event| {
+            if watch::settled(event) {
+                metrics.cached(R::NAME, &R::Kind::kind(&()), "objects", store.len());
             }
-            if matches!(event, watcher::Event::InitDone) {
-                listed.send_replace(true);
-            }
-        })
-        .reflect(writer)
-        .applied_objects();
+        }
+    });
+    let events = watch::applied_when_cached(events, store.clone());
     let metrics = ctx.metrics.clone();
     let concurrency = setup.concurrency.unwrap_or(ctx.concurrency);
     metrics.controller_started(R::NAME, concurrency);
     let triggers = if R::OWNS_STATUS {
-        // Status writes (this controller's own included) change none of what triggers.
-        events
-            .predicate_filter(setup.trigger_key(), Default::default())
-            .boxed()
+        // Status writes (this controller's own included) change none of what triggers. With
+        // shards, a bucket gained anew changes it too: its objects are reconciled by their new
+        // holder, even those this replica had seen before.
+        let (trigger, shards) = (setup.trigger_key(), ctx.shards.clone());
+        let trigger = move |object: &R::Kind| {
+            let epoch = shards
+                .as_ref()
+                .map_or(0, |s| s.epoch(SHARD_KEY.bucket(object)));
+            trigger(object).map(|key| key ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        };
+        events.predicate_filter(trigger, Default::default()).boxed()
     } else {
         events.boxed()
     };
@@ -369,8 +391,11 @@ pub async fn run<R: Reconcile>(
         })
     };
     // Children live where the manager watches, whatever the owner's scope.
-    let namespace = ctx.namespace.as_deref();
-    let watched = Caches::watch(R::Children::kinds(), &ctx, namespace, &errors);
+    let watching = Watching {
+        namespace: ctx.namespace.as_deref(),
+        controller: R::NAME,
+    };
+    let watched = Caches::watch(R::Children::kinds(), &ctx, &watching, &errors);
     let mut caches = Caches { kinds: Vec::new() };
     let mut owners = Vec::new();
     let mut tasks = Vec::new();
@@ -515,6 +540,9 @@ fn namespaced<R: Reconcile>() -> bool {
     kinds::namespaced::<R::Kind>()
 }
 
+/// What the objects a controller reconciles are sharded by (see [`shards`]).
+const SHARD_KEY: shards::Key = shards::Key::Uid;
+
 /// Brings one object and its children to the desired state. Safe to run any number of times.
 /// Takes at most the manager's reconcile timeout.
 pub async fn reconcile<R: Reconcile>(
@@ -522,9 +550,22 @@ pub async fn reconcile<R: Reconcile>(
     shared: Arc<Shared<R>>,
 ) -> Result<Action> {
     let ctx = &shared.ctx;
-    // A standby replica keeps its caches warm; its reconciles start once it leads.
-    ctx.leadership.leading().await;
     let key = queue_key(object.namespace().as_deref(), &object.name_any());
+    let _in_flight = match &ctx.shards {
+        // A standby replica keeps its caches warm; its reconciles start once it leads.
+        None => {
+            ctx.leadership.leading().await;
+            None
+        }
+        Some(shards) => match shards.enter(SHARD_KEY.bucket(&*object)) {
+            Some(in_flight) => Some(in_flight),
+            // Another replica's, or being handed over: its holder reconciles it.
+            None => {
+                ctx.metrics.forget(R::NAME, &key);
+                return Ok(Action::await_change());
+            }
+        },
+    };
     let timer = ctx.metrics.reconcile_started(R::NAME, &key);
     let limit = ctx.timeouts.reconcile;
     let outcome = match tokio::time::timeout(limit, reconcile_once(&*object, &shared)).await {

@@ -1,0 +1,417 @@
+//! Membership and ownership of the buckets, on Leases:
+//! - each replica renews a Lease of its own (`<lease>-<hash of its identity>`, labelled with
+//!   its group) every retry period; a member is live while this replica has seen its Lease
+//!   change within the lease duration (judged on this replica's clock, as leader election
+//!   judges the leader's Lease);
+//! - who holds each bucket is one annotation of the group's Lease (`<lease>-shards`), changed
+//!   only with the version read (optimistic concurrency), so no bucket ever has two holders;
+//! - a replica takes a free bucket assigned to it ([`super::assign`]); gives a bucket assigned
+//!   to another back once no reconcile of it is in flight (none starts meanwhile); and frees
+//!   the buckets of members it has seen dead;
+//! - its writes are fenced on its own Lease ([`Leadership`]): at the renew deadline after its
+//!   last renewal it stops writing and exits, before the others may think it dead.
+//!
+//! On shutdown a replica gives its buckets back and deletes its Lease, so the others take over
+//! at their next round instead of after the lease duration.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use k8s_openapi::{
+    api::coordination::v1::{Lease, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::{BUCKETS, Held, Shards, assign::assign, hash};
+use crate::{Error, Result, leader::LeaderElection, leadership::Leadership, metrics::Metrics};
+
+/// The label that marks a member's Lease, its value a hash of the group's name.
+const GROUP_LABEL: &str = "kopgen.io/shard-group";
+/// The annotation of the group's Lease: the holder of each bucket (`""`: none), as JSON.
+const OWNERS: &str = "kopgen.io/shard-owners";
+
+/// Takes part in the group of `election`'s Lease until `release`, keeping `shards` and
+/// `leadership` current. Returns `Ok` after `release` (having given its buckets back), and
+/// [`Error::LeadershipLost`] when it could not renew its Lease within the renew deadline.
+pub(crate) async fn run(
+    client: Client,
+    election: &LeaderElection,
+    shards: Shards,
+    leadership: Leadership,
+    metrics: Arc<Metrics>,
+    release: CancellationToken,
+    drain: Duration,
+) -> Result<()> {
+    let mut member = Member::new(client.clone(), election);
+    let server_side = filters(&client, &election.namespace).await;
+    shards.set_server_side(server_side);
+    match server_side {
+        true => info!("sharded: the API server filters list and watch by shard (shardSelector)"),
+        false => info!(
+            "sharded: the API server does not filter by shard (feature gate \
+             ShardedListAndWatch off); filtering events here: correct, without the memory saving"
+        ),
+    }
+    let timing = election.timing;
+    let mut renewed_at: Option<Instant> = None;
+    loop {
+        let started = Instant::now();
+        match tokio::time::timeout(timing.retry_period, member.renew()).await {
+            Ok(Ok(())) => {
+                renewed_at = Some(started);
+                leadership.lead_until(started.into_std() + timing.renew_deadline);
+            }
+            Ok(Err(error)) => warn!(%error, "could not renew this replica's shard Lease"),
+            Err(_) => warn!("no answer about this replica's shard Lease"),
+        }
+        if renewed_at.is_some_and(|at| at.elapsed() < timing.renew_deadline) {
+            match tokio::time::timeout(timing.retry_period, member.rebalance(&shards)).await {
+                Ok(Ok(held)) => metrics.shards(&held),
+                Ok(Err(error)) => warn!(%error, "could not rebalance the shards"),
+                Err(_) => warn!("no answer about the shards' Lease"),
+            }
+        }
+        let deadline = renewed_at.map(|at| at + timing.renew_deadline);
+        let lapse = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = release.cancelled() => {
+                member.leave(&shards, drain).await;
+                leadership.lose();
+                metrics.shards(&[false; BUCKETS]);
+                return Ok(());
+            }
+            () = lapse => {
+                warn!(
+                    deadline = ?timing.renew_deadline,
+                    "no renewal of this replica's shard Lease within the renew deadline; stopping"
+                );
+                leadership.lose();
+                shards.hold([false; BUCKETS]);
+                return Err(Error::LeadershipLost);
+            }
+            () = tokio::time::sleep(timing.retry_period) => {}
+        }
+    }
+}
+
+/// Whether the API server filters by `shardSelector`: a list of Leases with one says so in its
+/// `metadata.shardInfo` (an API server without the feature gate ignores the parameter).
+async fn filters(client: &Client, namespace: &str) -> bool {
+    let selector = hash::selector("object.metadata.uid", &[true; BUCKETS]).unwrap_or_default();
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("limit", "1")
+        .append_pair("shardSelector", &selector)
+        .finish();
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases?{query}");
+    let Ok(request) = http::Request::get(path).body(Vec::new()) else {
+        return false;
+    };
+    match client.request::<serde_json::Value>(request).await {
+        Ok(list) => list["metadata"]["shardInfo"].is_object(),
+        Err(error) => {
+            warn!(%error, "could not ask the API server whether it filters by shard");
+            false
+        }
+    }
+}
+
+/// This replica in its group.
+struct Member {
+    leases: Api<Lease>,
+    /// The group's name: the leader-election Lease's.
+    group: String,
+    identity: String,
+    /// The name of this replica's Lease.
+    lease: String,
+    duration: Duration,
+    /// Per member Lease, its holder and renew time as last seen, and when they changed.
+    observed: HashMap<String, (Record, Instant)>,
+}
+
+/// What identifies one renewal of a member's Lease.
+type Record = (Option<String>, Option<MicroTime>);
+
+impl Member {
+    fn new(client: Client, election: &LeaderElection) -> Self {
+        let identity = election.identity.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "manager".into());
+            format!("{host}-{}", std::process::id())
+        });
+        let group = election.lease_name.clone();
+        Self {
+            leases: Api::namespaced(client, &election.namespace),
+            lease: format!("{group}-{:016x}", hash::fnv1a(&identity)),
+            group,
+            identity,
+            duration: election.timing.lease_duration,
+            observed: HashMap::new(),
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("{GROUP_LABEL}={:016x}", hash::fnv1a(&self.group))
+    }
+
+    fn owners_lease(&self) -> String {
+        format!("{}-shards", self.group)
+    }
+
+    /// Creates or renews this replica's Lease.
+    async fn renew(&self) -> Result<()> {
+        let now = MicroTime(Timestamp::now());
+        let seconds = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
+        let Some(lease) = self.leases.get_opt(&self.lease).await? else {
+            let group = format!("{:016x}", hash::fnv1a(&self.group));
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.lease.clone()),
+                    labels: Some([(GROUP_LABEL.to_owned(), group)].into()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(self.identity.clone()),
+                    lease_duration_seconds: Some(seconds),
+                    acquire_time: Some(now.clone()),
+                    renew_time: Some(now),
+                    ..LeaseSpec::default()
+                }),
+            };
+            self.leases.create(&PostParams::default(), &lease).await?;
+            return Ok(());
+        };
+        let patch = json!({
+            "metadata": { "resourceVersion": lease.metadata.resource_version },
+            "spec": { "holderIdentity": self.identity, "renewTime": now },
+        });
+        (self.leases)
+            .patch(&self.lease, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(())
+    }
+
+    /// The live members' identities, sorted (this replica among them).
+    async fn live(&mut self) -> Result<Vec<String>> {
+        let leases = self
+            .leases
+            .list(&ListParams::default().labels(&self.label()))
+            .await?;
+        let mut live = vec![self.identity.clone()];
+        let mut seen = HashMap::new();
+        for lease in leases {
+            let (Some(name), Some(spec)) = (lease.metadata.name, lease.spec) else {
+                continue;
+            };
+            let record: Record = (spec.holder_identity.clone(), spec.renew_time.clone());
+            let at = match self.observed.remove(&name) {
+                Some((before, at)) if before == record => at,
+                _ => Instant::now(),
+            };
+            if let Some(identity) = &spec.holder_identity
+                && at.elapsed() < self.duration
+                && *identity != self.identity
+            {
+                live.push(identity.clone());
+            }
+            seen.insert(name, (record, at));
+        }
+        self.observed = seen;
+        live.sort();
+        live.dedup();
+        Ok(live)
+    }
+
+    /// The holder of each bucket as recorded, with the version read; created when missing.
+    async fn owners(&self) -> Result<(Vec<String>, Option<String>)> {
+        let name = self.owners_lease();
+        let lease = match self.leases.get_opt(&name).await? {
+            Some(lease) => lease,
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        annotations: Some([(OWNERS.to_owned(), empty_owners())].into()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(LeaseSpec::default()),
+                };
+                match self.leases.create(&PostParams::default(), &lease).await {
+                    Ok(lease) => lease,
+                    // Another replica created it first: read theirs.
+                    Err(kube::Error::Api(status)) if status.code == 409 => {
+                        self.leases.get(&name).await?
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        };
+        let recorded = lease
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(OWNERS))
+            .and_then(|json| serde_json::from_str::<Vec<String>>(json).ok())
+            .filter(|owners| owners.len() == BUCKETS);
+        let owners = recorded.unwrap_or_else(|| {
+            warn!(lease = %name, "the shards' Lease holds no readable owners; starting afresh");
+            vec![String::new(); BUCKETS]
+        });
+        Ok((owners, lease.metadata.resource_version))
+    }
+
+    /// One round: the buckets this replica should take, give back or free, written with the
+    /// version read; then what it holds, as recorded.
+    async fn rebalance(&mut self, shards: &Shards) -> Result<Held> {
+        let live = self.live().await?;
+        let (owners, version) = self.owners().await?;
+        let next = settle(shards, &owners, &self.identity, &live);
+        let recorded = if next == owners {
+            owners
+        } else {
+            let patch = json!({
+                "metadata": {
+                    "resourceVersion": version,
+                    "annotations": { OWNERS: serde_json::to_string(&next)? },
+                },
+            });
+            let name = self.owners_lease();
+            match (self.leases)
+                .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                Ok(_) => next,
+                // Another replica wrote first: what this one holds is what was read.
+                Err(kube::Error::Api(status)) if status.code == 409 => owners,
+                Err(error) => return Err(error.into()),
+            }
+        };
+        let held = held_by(&recorded, &self.identity);
+        if held != shards.holding() {
+            let count = held.iter().filter(|h| **h).count();
+            info!(buckets = count, members = live.len(), "holding new shards");
+        }
+        shards.hold(held);
+        Ok(held)
+    }
+
+    /// Gives every bucket back and deletes this replica's Lease (after the controllers have
+    /// stopped: nothing is in flight, but the wait is bounded all the same).
+    async fn leave(&self, shards: &Shards, drain: Duration) {
+        for bucket in 0..BUCKETS {
+            shards.release(bucket);
+        }
+        shards.drained(drain).await;
+        let given_back = async {
+            let (owners, version) = self.owners().await?;
+            let next: Vec<String> = owners
+                .iter()
+                .map(|o| {
+                    if *o == self.identity {
+                        String::new()
+                    } else {
+                        o.clone()
+                    }
+                })
+                .collect();
+            if next != owners {
+                let patch = json!({
+                    "metadata": {
+                        "resourceVersion": version,
+                        "annotations": { OWNERS: serde_json::to_string(&next)? },
+                    },
+                });
+                (self.leases)
+                    .patch(
+                        &self.owners_lease(),
+                        &PatchParams::default(),
+                        &Patch::Merge(patch),
+                    )
+                    .await?;
+            }
+            shards.hold([false; BUCKETS]);
+            self.leases
+                .delete(&self.lease, &DeleteParams::default())
+                .await?;
+            Ok::<_, Error>(())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), given_back).await {
+            Ok(Ok(())) => info!("gave the shards back"),
+            Ok(Err(error)) => {
+                warn!(%error, "could not give the shards back; they expire on their own")
+            }
+            Err(_) => warn!("no answer while giving the shards back; they expire on their own"),
+        }
+    }
+}
+
+/// [`plan`] for this replica's `shards`: buckets to give back stop taking new reconciles, and
+/// are given back once none is in flight.
+fn settle(shards: &Shards, owners: &[String], me: &str, live: &[String]) -> Vec<String> {
+    plan(owners, me, live, |bucket, give_back| {
+        if give_back {
+            return shards.release(bucket);
+        }
+        shards.keep(bucket);
+        false
+    })
+}
+
+/// The buckets `owners` records as `me`'s.
+fn held_by(owners: &[String], me: &str) -> Held {
+    std::array::from_fn(|bucket| owners.get(bucket).is_some_and(|o| o == me))
+}
+
+fn empty_owners() -> String {
+    serde_json::to_string(&vec![String::new(); BUCKETS]).unwrap_or_default()
+}
+
+/// The owners after one round of `me`'s, given `owners` as recorded and the `live` members
+/// (sorted, `me` among them). For each bucket `me` holds, `decide(bucket, give_back)` is told
+/// whether to give it back; when so, it stops new reconciles of it and says whether none is in
+/// flight (only then is it given back).
+fn plan(
+    owners: &[String],
+    me: &str,
+    live: &[String],
+    mut decide: impl FnMut(usize, bool) -> bool,
+) -> Vec<String> {
+    let assignment = assign(live);
+    owners
+        .iter()
+        .enumerate()
+        .map(|(bucket, owner)| {
+            let wanted = assignment[bucket].map(|i| live[i].as_str());
+            let mine = wanted == Some(me);
+            if owner == me {
+                // Held: kept, or given back once its reconciles are over.
+                return match decide(bucket, !mine) {
+                    true => String::new(),
+                    false => owner.clone(),
+                };
+            }
+            let free = owner.is_empty() || !live.iter().any(|m| m == owner);
+            match (free, mine) {
+                (true, true) => me.to_owned(),
+                // A dead member's bucket is freed for the member it is assigned to.
+                (true, false) => String::new(),
+                (false, _) => owner.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "coordinate_tests.rs"]
+mod tests;

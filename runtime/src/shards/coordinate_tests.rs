@@ -1,0 +1,191 @@
+//! The ownership protocol, with replicas taking rounds in turn on one record of owners (as
+//! the API server orders their writes): whatever the order, joins and leaves, no bucket is
+//! ever worked on by two replicas, and the holders settle on the assignment.
+
+use super::*;
+
+/// A replica in the simulation: its shards, and a reconcile it keeps in flight in each bucket
+/// it works on, until the test lets it end.
+struct Replica {
+    name: String,
+    shards: Shards,
+    in_flight: Vec<super::super::InFlight>,
+}
+
+impl Replica {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            shards: Shards::default(),
+            in_flight: Vec::new(),
+        }
+    }
+
+    /// One round: plan on the record, write it, hold what it records.
+    fn round(&mut self, owners: &mut Vec<String>, live: &[String]) {
+        *owners = settle(&self.shards, owners, &self.name, live);
+        self.shards.hold(held_by(owners, &self.name));
+    }
+
+    /// Starts a reconcile in every bucket it may work on, keeping them in flight.
+    fn work(&mut self) {
+        for bucket in 0..BUCKETS {
+            if let Some(in_flight) = self.shards.enter(bucket) {
+                self.in_flight.push(in_flight);
+            }
+        }
+    }
+
+    /// The buckets it is working on or may work on.
+    fn working(&self) -> Vec<usize> {
+        let mut buckets: Vec<usize> = (0..BUCKETS).filter(|&b| self.shards.holding()[b]).collect();
+        buckets.sort_unstable();
+        buckets
+    }
+}
+
+fn names(replicas: &[Replica]) -> Vec<String> {
+    let mut names: Vec<String> = replicas.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    names
+}
+
+/// No bucket is held (worked on, or open to work) by two replicas.
+fn assert_exclusive(replicas: &[Replica]) {
+    let mut holder = vec![None; BUCKETS];
+    for replica in replicas {
+        for bucket in replica.working() {
+            if let Some(other) = holder[bucket].replace(&replica.name) {
+                panic!("bucket {bucket} held by {other} and {}", replica.name);
+            }
+        }
+    }
+}
+
+/// Runs rounds (each replica in the order `order` gives, with reconciles in flight ending
+/// every other round) until the record matches the assignment of the live replicas.
+fn settle_all(
+    replicas: &mut [Replica],
+    owners: &mut Vec<String>,
+    order: &dyn Fn(usize) -> Vec<usize>,
+) -> usize {
+    let live = names(replicas);
+    let assignment = assign(&live);
+    let wanted: Vec<String> = assignment
+        .iter()
+        .map(|i| live[i.expect("assigned")].clone())
+        .collect();
+    for round in 0..50 {
+        for index in order(round) {
+            replicas[index].round(owners, &live);
+            assert_exclusive(replicas);
+            replicas[index].work();
+        }
+        if !round.is_multiple_of(2) {
+            for replica in replicas.iter_mut() {
+                replica.in_flight.clear();
+            }
+        }
+        if *owners == wanted {
+            return round;
+        }
+    }
+    panic!("did not settle: {owners:?}");
+}
+
+#[test]
+fn replicas_share_the_buckets_without_overlap_through_joins_and_leaves() {
+    let mut owners = vec![String::new(); BUCKETS];
+    let mut replicas = vec![Replica::new("replica-a")];
+    let forward = |n: usize| move |_: usize| (0..n).collect::<Vec<_>>();
+    settle_all(&mut replicas, &mut owners, &forward(1));
+    assert_eq!(
+        replicas[0].working().len(),
+        BUCKETS,
+        "alone, it holds everything"
+    );
+
+    // Two join; the first gives its buckets up only once its reconciles of them are over.
+    replicas.push(Replica::new("replica-b"));
+    replicas.push(Replica::new("replica-c"));
+    let backward = |round: usize| {
+        if round.is_multiple_of(2) {
+            vec![2, 1, 0]
+        } else {
+            vec![0, 2, 1]
+        }
+    };
+    let rounds = settle_all(&mut replicas, &mut owners, &backward);
+    assert!(rounds >= 1, "a handover waits for the reconciles in flight");
+    for replica in &replicas {
+        let share = replica.working().len();
+        assert!((21..=22).contains(&share), "{} holds {share}", replica.name);
+    }
+
+    // One leaves gracefully: it gives everything back, the others take it over.
+    let leaving = replicas.remove(1);
+    for owner in owners.iter_mut().filter(|o| **o == leaving.name) {
+        owner.clear();
+    }
+    settle_all(&mut replicas, &mut owners, &forward(2));
+    assert_eq!(
+        replicas.iter().map(|r| r.working().len()).sum::<usize>(),
+        BUCKETS
+    );
+}
+
+#[test]
+fn a_dead_members_buckets_are_freed_and_taken_over() {
+    let dead = "replica-dead".to_owned();
+    let mut owners: Vec<String> = (0..BUCKETS)
+        .map(|b| {
+            if b % 2 == 0 {
+                dead.clone()
+            } else {
+                "replica-a".into()
+            }
+        })
+        .collect();
+    let mut replicas = vec![Replica::new("replica-a"), Replica::new("replica-b")];
+    // The dead member is not among the live ones: its buckets are free for the assignment.
+    settle_all(&mut replicas, &mut owners, &|_| vec![1, 0]);
+    assert!(owners.iter().all(|o| *o != dead));
+}
+
+#[test]
+fn a_bucket_owned_by_a_live_member_is_never_taken() {
+    let live = vec!["replica-a".to_owned(), "replica-b".to_owned()];
+    // Everything recorded as replica-b's, though half is assigned to replica-a: replica-a
+    // waits for replica-b to give its share back.
+    let owners = vec!["replica-b".to_owned(); BUCKETS];
+    let next = plan(&owners, "replica-a", &live, |_, _| {
+        panic!("replica-a holds nothing")
+    });
+    assert_eq!(next, owners);
+}
+
+#[test]
+fn a_bucket_in_flight_is_kept_until_its_reconciles_end() {
+    let live = vec!["replica-a".to_owned(), "replica-b".to_owned()];
+    let owners = vec!["replica-a".to_owned(); BUCKETS];
+    let shards = Shards::default();
+    shards.hold([true; BUCKETS]);
+    let in_flight: Vec<_> = (0..BUCKETS).filter_map(|b| shards.enter(b)).collect();
+    let next = settle(&shards, &owners, "replica-a", &live);
+    assert_eq!(
+        next, owners,
+        "nothing given back while reconciles are in flight"
+    );
+    let given: Vec<usize> = (0..BUCKETS)
+        .filter(|&b| shards.enter(b).is_none())
+        .collect();
+    assert!(
+        (31..=33).contains(&given.len()),
+        "new reconciles stop in the buckets to give back: {}",
+        given.len()
+    );
+    drop(in_flight);
+    let next = settle(&shards, &owners, "replica-a", &live);
+    let kept = next.iter().filter(|o| *o == "replica-a").count();
+    assert_eq!(kept, BUCKETS - given.len());
+}

@@ -1,0 +1,318 @@
+//! Three replicas of a scaffolded operator sharing the work (`--shards=auto`) on a real control
+//! plane, with the API server filtering their watches (`ShardedListAndWatch` on) and without
+//! (each replica filters its events itself): every Blog reaches Ready at its generation, each
+//! replica caches about a third of the Blogs and of their children, no object is written by two
+//! replicas in turn, a replica killed mid-run has its objects taken over, and when it comes back
+//! its share moves back to it.
+
+mod support;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use support::blog::{Manager, deploy_blog_project};
+use support::control_plane::{ControlPlane, Options};
+use support::{http_get, kubectl_ok};
+
+const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
+/// Enough Blogs that a third of them is within ±15% of its mean (about 3 standard deviations).
+const BLOGS: usize = 900;
+/// Short Lease durations, so that a dead replica's share is taken over in seconds.
+const TIMING: [&str; 3] = [
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=1s",
+];
+/// How long the Blogs may take to converge, three replicas and a control plane on two cores.
+const CONVERGE: Duration = Duration::from_secs(240);
+
+#[test]
+fn three_replicas_share_the_work_with_the_api_servers_sharded_watches() {
+    scenario(
+        "three_replicas_share_the_work_with_the_api_servers_sharded_watches",
+        Some("ShardedListAndWatch=true"),
+        "the API server filters list and watch by shard",
+    );
+}
+
+#[test]
+fn three_replicas_share_the_work_filtering_by_shard_themselves() {
+    scenario(
+        "three_replicas_share_the_work_filtering_by_shard_themselves",
+        None,
+        "the API server does not filter by shard",
+    );
+}
+
+fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
+    let options = Options {
+        audit: true,
+        feature_gates,
+        ..Options::default()
+    };
+    let Some(plane) = support::control_plane(test, options) else {
+        return;
+    };
+    let session = support::Session::new();
+    let binary = deploy_blog_project(&plane, &session);
+    let kubeconfigs: Vec<PathBuf> = REPLICAS.iter().map(|r| replica_user(&plane, r)).collect();
+    let start = |index: usize| {
+        let args = [
+            &["--shards=auto", "--metrics-secure=false"][..],
+            &TIMING[..],
+        ]
+        .concat();
+        let dir = session.join("");
+        Manager::start_with(&binary, &kubeconfigs[index], REPLICAS[index], &dir, &args)
+    };
+    let mut managers: Vec<Manager> = (0..REPLICAS.len()).map(start).collect();
+    let logs = |managers: &[Manager]| -> String {
+        managers
+            .iter()
+            .map(|m| format!("--- {}\n{}", m.name, tail(&m.log())))
+            .collect()
+    };
+    wait("the buckets are shared out", &|| logs(&managers), || {
+        shared_out(&managers)
+    });
+    for manager in &managers {
+        assert!(manager.log().contains(mode), "{}", manager.log());
+    }
+
+    // Every Blog becomes Ready; each replica caches a third of them and of their children.
+    apply_blogs(&plane, "one");
+    converged(&plane, "one", &|| logs(&managers));
+    let written = audit_lines(&plane);
+    for manager in &managers {
+        for cache in ["objects", "children"] {
+            let cached = wait(
+                &format!("{} reports its {cache}", manager.name),
+                &|| logs(&managers),
+                || cached(manager, cache).filter(|c| *c > 0.0),
+            );
+            let third = BLOGS as f64 / 3.0;
+            assert!(
+                (third * 0.85..=third * 1.15).contains(&cached),
+                "{} caches {cached} {cache}, not within 15% of {third}",
+                manager.name
+            );
+        }
+    }
+    let first = writers(&plane, 0, written);
+    assert_one_writer_at_a_time(&first, "while all three ran");
+
+    // One replica is killed: its share is taken over and reconciled by one replica each.
+    let killed = managers.remove(2);
+    let killed_name = killed.name;
+    drop(killed); // SIGKILL, as a node that vanished
+    let at_kill = audit_lines(&plane);
+    let killed_at = Instant::now();
+    apply_blogs(&plane, "two");
+    converged(&plane, "two", &|| logs(&managers));
+    let took_over = killed_at.elapsed();
+    let after_kill = writers(&plane, at_kill, audit_lines(&plane));
+    assert!(
+        after_kill.values().flatten().all(|w| w != killed_name),
+        "nothing is written as the killed replica"
+    );
+    assert_one_writer_at_a_time(&after_kill, "after the kill");
+    assert_eq!(after_kill.len(), BLOGS, "every Blog was reconciled again");
+    eprintln!("{test}: {BLOGS} Blogs converged {took_over:?} after a replica was killed");
+
+    // It comes back: its share moves back to it, without two writers at once.
+    managers.push(start(2));
+    wait(
+        "the killed replica holds its share again",
+        &|| logs(&managers),
+        || shared_out(&managers),
+    );
+    let at_return = audit_lines(&plane);
+    apply_blogs(&plane, "three");
+    converged(&plane, "three", &|| logs(&managers));
+    let after_return = writers(&plane, at_return, audit_lines(&plane));
+    assert_one_writer_at_a_time(&after_return, "after the return");
+    let returned: usize = after_return
+        .values()
+        .filter(|w| w.iter().any(|w| w == killed_name))
+        .count();
+    let third = BLOGS as f64 / 3.0;
+    assert!(
+        (third * 0.85..=third * 1.15).contains(&(returned as f64)),
+        "the returned replica reconciled {returned} Blogs"
+    );
+}
+
+/// A user of the manager's RBAC of its own, so that the audit log tells the replicas apart.
+fn replica_user(plane: &ControlPlane, name: &str) -> PathBuf {
+    kubectl_ok(
+        plane,
+        &[
+            "create",
+            "clusterrolebinding",
+            &format!("{name}-manager"),
+            "--clusterrole=demo-manager-role",
+            &format!("--user={name}"),
+        ],
+    );
+    kubectl_ok(
+        plane,
+        &[
+            "create",
+            "rolebinding",
+            &format!("{name}-leader-election"),
+            "-n",
+            "demo-system",
+            "--role=demo-leader-election-role",
+            &format!("--user={name}"),
+        ],
+    );
+    plane.kubeconfig_as(name).expect("kubeconfig")
+}
+
+/// Applies every Blog with `foo: value`, in one request stream.
+fn apply_blogs(plane: &ControlPlane, value: &str) {
+    let yaml: Vec<String> = (0..BLOGS)
+        .map(|i| support::blog::blog(&format!("blog-{i:04}"), "v1", value))
+        .collect();
+    support::blog::apply(plane, &yaml.join("---\n"));
+}
+
+/// Waits until every Blog is Ready at its generation and its ConfigMap holds `value`.
+fn converged(plane: &ControlPlane, value: &str, context: &dyn Fn() -> String) {
+    wait(
+        &format!("{BLOGS} Blogs converge on foo={value}"),
+        context,
+        || {
+            let blogs = list(plane, "blogs.apps.example.com");
+            let ready = blogs
+                .iter()
+                .filter(|b| {
+                    let conditions = b["status"]["conditions"].as_array();
+                    conditions.is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    }) && b["status"]["observedGeneration"] == b["metadata"]["generation"]
+                })
+                .count();
+            let maps = list(plane, "configmaps");
+            let holding = maps.iter().filter(|m| m["data"]["foo"] == value).count();
+            (ready == BLOGS && holding == BLOGS).then_some(())
+        },
+    );
+}
+
+fn list(plane: &ControlPlane, resource: &str) -> Vec<Value> {
+    let out = kubectl_ok(plane, &["get", resource, "-n", "default", "-o", "json"]);
+    let list: Value = serde_json::from_str(&out).expect("kubectl prints JSON");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn audit_lines(plane: &ControlPlane) -> usize {
+    std::fs::read_to_string(plane.audit_log())
+        .map(|log| log.lines().count())
+        .unwrap_or(0)
+}
+
+/// Per Blog, the replicas that wrote it or its ConfigMap, in order, from audit lines
+/// `from..to` (the writes that succeeded).
+fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec<String>> {
+    let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");
+    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in log.lines().skip(from).take(to - from) {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(user) = event["impersonatedUser"]["username"].as_str() else {
+            continue;
+        };
+        let write =
+            ["create", "update", "patch", "delete"].contains(&event["verb"].as_str().unwrap_or(""));
+        let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
+        let ok = event["responseStatus"]["code"]
+            .as_u64()
+            .is_some_and(|c| c < 300);
+        let name = event["objectRef"]["name"].as_str().unwrap_or("");
+        if write && ok && ["blogs", "configmaps"].contains(&resource) && name.starts_with("blog-") {
+            writers
+                .entry(name.to_owned())
+                .or_default()
+                .push(user.to_owned());
+        }
+    }
+    writers
+}
+
+/// No object's writes alternate between replicas: one writer, then at most one handover.
+fn assert_one_writer_at_a_time(writers: &BTreeMap<String, Vec<String>>, when: &str) {
+    for (object, writers) in writers {
+        let mut runs: Vec<&String> = writers.iter().collect();
+        runs.dedup();
+        let distinct: BTreeSet<&&String> = runs.iter().collect();
+        assert!(
+            runs.len() <= 2 && distinct.len() == runs.len(),
+            "{when}: {object} was written by {runs:?}"
+        );
+    }
+}
+
+/// A metric of the replica's `/metrics`: the sum of the series whose line contains `series`.
+fn metric(manager: &Manager, series: &str) -> Option<f64> {
+    let (_, body) = http_get(manager.metrics, "/metrics")?;
+    let values: Vec<f64> = body
+        .lines()
+        .filter(|line| line.starts_with(series.split('{').next().unwrap_or(series)))
+        .filter(|line| line.contains(series))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// `Some` once the replicas hold the 64 buckets between them, a third each.
+fn shared_out(managers: &[Manager]) -> Option<()> {
+    let held: Vec<f64> = managers.iter().map(held_buckets).collect::<Option<_>>()?;
+    (held.iter().sum::<f64>() == 64.0 && held.iter().all(|h| (21.0..=22.0).contains(h)))
+        .then_some(())
+}
+
+fn held_buckets(manager: &Manager) -> Option<f64> {
+    metric(manager, "demo_shard_buckets")
+}
+
+fn cached(manager: &Manager, cache: &str) -> Option<f64> {
+    let kind = if cache == "objects" {
+        "Blog"
+    } else {
+        "ConfigMap"
+    };
+    metric(
+        manager,
+        &format!(
+            "demo_cache_objects{{controller=\"apps-blog\",kind=\"{kind}\",cache=\"{cache}\"}}"
+        ),
+    )
+}
+
+/// Polls `check` until it returns `Some`, for up to [`CONVERGE`].
+fn wait<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {CONVERGE:?}\n{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
