@@ -19,20 +19,23 @@
 //! other round). Both managers run with their defaults (one reconcile at a time, no leader
 //! election); `KOPGEN_BENCH_CONCURRENCY=N` runs both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 
+mod common;
 #[path = "../runtime/src/envtest.rs"]
 mod control_plane;
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::BTreeMap,
     fmt::Write as _,
-    io::{BufRead, BufReader, Write as _},
+    io::Write as _,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
     thread,
     time::{Duration, Instant},
 };
 
+use common::{
+    ReadyWatch, assets, build_kopgen_operator, clock_ticks, kubectl, repo, run_ok, usage,
+};
 use control_plane::{ControlPlane, Options, free_port};
 
 const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
@@ -198,77 +201,13 @@ fn median(runs: &[[f64; 9]]) -> [f64; 9] {
     })
 }
 
-fn assets() -> PathBuf {
-    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS") {
-        return PathBuf::from(dir);
-    }
-    let out = Command::new(repo().join(".ci/control-plane.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect(".ci/control-plane.sh runs");
-    assert!(out.status.success(), "the control plane could not be built");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared_target_dir() -> PathBuf {
-    std::env::var_os("KOPGEN_TEST_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/kopgen/target")
-        })
-}
-
-fn run_ok(command: &mut Command) -> String {
-    let out = command.output().expect("the command runs");
-    assert!(
-        out.status.success(),
-        "{command:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// kopgen's scaffold: one namespaced kind, its manifests, a release build.
 fn rust_operator(scratch: &Path) -> Operator {
-    let kopgen = env!("CARGO_BIN_EXE_kopgen");
-    run_ok(Command::new(kopgen).current_dir(scratch).args([
-        "init",
-        "--path",
-        "bench",
-        "--project-name",
-        "bench",
-        "--domain",
-        "example.com",
-    ]));
-    let project = scratch.join("bench");
-    run_ok(Command::new(kopgen).current_dir(&project).args([
-        "create",
-        "api",
-        "--group",
-        "apps",
-        "--version",
-        "v1",
-        "--kind",
-        "Blog",
-    ]));
-    run_ok(Command::new(kopgen).current_dir(&project).arg("manifests"));
-    eprintln!("building the kopgen operator (release)");
-    run_ok(
-        Command::new("cargo")
-            .current_dir(&project)
-            .args(["build", "--release"])
-            .env("CARGO_TARGET_DIR", shared_target_dir())
-            .env_remove("RUSTFLAGS"),
-    );
+    let (binary, crds) = build_kopgen_operator(scratch);
     Operator {
         name: "kopgen (kube-rs 5)",
-        binary: shared_target_dir().join("release/bench"),
-        crds: project.join("config/crd/bases"),
+        binary,
+        crds,
         args: vec!["--metrics-bind-address=0".into()],
         concurrency: Setting::Flag("--max-concurrent-reconciles"),
     }
@@ -290,10 +229,6 @@ fn go_operator() -> Operator {
         // Read by benches/operators/blog_controller.go.
         concurrency: Setting::Env("BENCH_MAX_CONCURRENT_RECONCILES"),
     }
-}
-
-fn kubectl(plane: &ControlPlane, args: &[&str]) -> String {
-    run_ok(plane.kubectl().args(args))
 }
 
 /// Starts a manager, under `KOPGEN_BENCH_WRAPPER` if set (e.g. `heaptrack -o /tmp/heap`, to see
@@ -332,33 +267,6 @@ fn start_manager(operator: &Operator, kubeconfig: &Path, log: &Path) -> Child {
         )
         .spawn()
         .expect("the manager starts")
-}
-
-/// (VmHWM, VmRSS) in KiB, and CPU time, of a running process.
-fn usage(pid: u32) -> (u64, u64, Duration) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-    // After the command name: state is field 3, utime 14 and stime 15 (1-based, of the line).
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
-        .sum();
-    (kib("VmHWM:"), kib("VmRSS:"), clock_ticks(ticks))
-}
-
-/// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
-fn clock_ticks(ticks: u64) -> Duration {
-    Duration::from_millis(ticks * 10)
 }
 
 /// CPU time used so far: by the whole machine (busy and all, in clock ticks, from
@@ -597,77 +505,6 @@ fn pace(spans: &[(time::OffsetDateTime, time::OffsetDateTime)]) -> String {
         gaps.iter().sum::<f64>(),
         median * 1000.0
     )
-}
-
-/// Which objects are `Ready` at their generation, followed with `kubectl get --watch` as their
-/// changes arrive: listing 10,000 objects every second would take the API server and kubectl a
-/// good part of the two cores the managers are measured on.
-struct ReadyWatch {
-    ready: Arc<Mutex<HashMap<String, bool>>>,
-    kubectl: Child,
-}
-
-impl ReadyWatch {
-    fn start(plane: &ControlPlane) -> Self {
-        let ready = Arc::new(Mutex::new(HashMap::new()));
-        let kubectl = Self::follow(plane, ready.clone());
-        ReadyWatch { ready, kubectl }
-    }
-
-    /// One line per change: name, generation, and the Ready condition's observed generation
-    /// and status (empty where missing).
-    fn follow(plane: &ControlPlane, ready: Arc<Mutex<HashMap<String, bool>>>) -> Child {
-        let mut kubectl = plane
-            .kubectl()
-            .args([
-                "get",
-                "blogs.apps.example.com",
-                "-n",
-                "bench",
-                "--watch",
-                "-o",
-                "jsonpath={.metadata.name}|{.metadata.generation}|{.status.conditions[?(@.type==\"Ready\")].observedGeneration}|{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl get --watch");
-        let stdout = kubectl.stdout.take().expect("piped");
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let fields: Vec<&str> = line.split('|').collect();
-                if let [name, generation, observed, status] = fields[..] {
-                    let at_generation = *status == *"True" && observed == generation;
-                    ready
-                        .lock()
-                        .expect("lock")
-                        .insert(name.to_owned(), at_generation);
-                }
-            }
-        });
-        kubectl
-    }
-
-    /// How many are Ready; a watch that ended (the API server closes them now and then) is
-    /// started again, and its first list brings every object's state.
-    fn count(&mut self, plane: &ControlPlane) -> usize {
-        if matches!(self.kubectl.try_wait(), Ok(Some(_))) {
-            self.kubectl = Self::follow(plane, self.ready.clone());
-        }
-        self.ready
-            .lock()
-            .expect("lock")
-            .values()
-            .filter(|r| **r)
-            .count()
-    }
-}
-
-impl Drop for ReadyWatch {
-    fn drop(&mut self) {
-        let _ = self.kubectl.kill();
-        let _ = self.kubectl.wait();
-    }
 }
 
 fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {

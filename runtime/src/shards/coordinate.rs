@@ -75,6 +75,15 @@ pub(crate) async fn run(
         if renewed_at.is_some_and(|at| at.elapsed() < timing.renew_deadline) {
             match tokio::time::timeout(timing.retry_period, member.rebalance(&shards)).await {
                 Ok(Ok(held)) => metrics.shards(&held),
+                // Waiting would not help: say what the Role lacks, and stop.
+                Ok(Err(error)) if forbidden(&error) => {
+                    return Err(Error::Config(format!(
+                        "--shards=auto: the manager may not read or write its Leases in {}; \
+                         the leader-election Role needs get, list, create, patch and delete \
+                         on leases (kopgen upgrade adds them): {error}",
+                        election.namespace
+                    )));
+                }
                 Ok(Err(error)) => warn!(%error, "could not rebalance the shards"),
                 Err(_) => warn!("no answer about the shards' Lease"),
             }
@@ -105,6 +114,10 @@ pub(crate) async fn run(
             () = tokio::time::sleep(timing.retry_period) => {}
         }
     }
+}
+
+fn forbidden(error: &Error) -> bool {
+    matches!(error, Error::Kube(kube::Error::Api(status)) if status.code == 403)
 }
 
 /// Whether the API server filters by `shardSelector`: a list of Leases with one says so in its

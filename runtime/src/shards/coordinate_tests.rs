@@ -189,3 +189,83 @@ fn a_bucket_in_flight_is_kept_until_its_reconciles_end() {
     let kept = next.iter().filter(|o| *o == "replica-a").count();
     assert_eq!(kept, BUCKETS - given.len());
 }
+
+/// A Role without `list` on Leases (a project scaffolded before shards) stops the manager with
+/// what to add, instead of a replica that never holds a bucket.
+#[tokio::test]
+async fn a_role_that_may_not_list_leases_is_named() {
+    use http::{Method, Request, Response};
+    use kube::client::Body;
+    use tower_test::mock;
+
+    let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let server = tokio::spawn(async move {
+        while let Some((request, send)) = handle.next_request().await {
+            let path = request.uri().path().to_owned();
+            let query = request.uri().query().unwrap_or_default().to_owned();
+            let (code, body) = match *request.method() {
+                Method::GET if path.ends_with("/leases") && query.contains("labelSelector") => (
+                    403,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "Forbidden", "code": 403,
+                        "message": "leases is forbidden: cannot list resource"}),
+                ),
+                Method::GET if path.ends_with("/leases") => (
+                    200,
+                    json!({"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                        "metadata": {}, "items": []}),
+                ),
+                Method::GET => (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1",
+                    "status": "Failure", "reason": "NotFound", "code": 404, "message": "nf"}),
+                ),
+                _ => {
+                    let bytes = request
+                        .into_body()
+                        .collect_bytes()
+                        .await
+                        .unwrap_or_default();
+                    let mut lease: serde_json::Value =
+                        serde_json::from_slice(&bytes).unwrap_or_default();
+                    lease["metadata"]["resourceVersion"] = json!("1");
+                    (201, lease)
+                }
+            };
+            send.send_response(
+                Response::builder()
+                    .status(code)
+                    .body(Body::from(serde_json::to_vec(&body).unwrap_or_default()))
+                    .expect("a response"),
+            );
+        }
+    });
+    let election = LeaderElection {
+        lease_name: "demo.example.com".into(),
+        namespace: "demo-system".into(),
+        identity: Some("replica-a".into()),
+        timing: crate::leader::Timing::default(),
+    };
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        run(
+            Client::new(service, "demo-system"),
+            &election,
+            Shards::default(),
+            Leadership::elected(),
+            Arc::new(Metrics::default()),
+            CancellationToken::new(),
+            Duration::from_secs(1),
+        ),
+    )
+    .await
+    .expect("it stops at once");
+    let Err(Error::Config(message)) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        message.contains("demo-system") && message.contains("list"),
+        "{message}"
+    );
+    server.abort();
+}

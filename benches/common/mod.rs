@@ -1,0 +1,190 @@
+//! What the benches that run operators on a real control plane share: the control plane's
+//! binaries, the kopgen operator they run, `kubectl`, and the figures read from `/proc`.
+
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    thread,
+    time::Duration,
+};
+
+use crate::control_plane::ControlPlane;
+
+/// kopgen's scaffold (`bench`): one namespaced kind, Blog, its manifests, a release build.
+/// Returns the manager's binary and the CRDs' directory.
+pub fn build_kopgen_operator(scratch: &Path) -> (PathBuf, PathBuf) {
+    let kopgen = env!("CARGO_BIN_EXE_kopgen");
+    run_ok(Command::new(kopgen).current_dir(scratch).args([
+        "init",
+        "--path",
+        "bench",
+        "--project-name",
+        "bench",
+        "--domain",
+        "example.com",
+    ]));
+    let project = scratch.join("bench");
+    run_ok(Command::new(kopgen).current_dir(&project).args([
+        "create",
+        "api",
+        "--group",
+        "apps",
+        "--version",
+        "v1",
+        "--kind",
+        "Blog",
+    ]));
+    run_ok(Command::new(kopgen).current_dir(&project).arg("manifests"));
+    eprintln!("building the kopgen operator (release)");
+    run_ok(
+        Command::new("cargo")
+            .current_dir(&project)
+            .args(["build", "--release"])
+            .env("CARGO_TARGET_DIR", shared_target_dir())
+            .env_remove("RUSTFLAGS"),
+    );
+    (
+        shared_target_dir().join("release/bench"),
+        project.join("config/crd/bases"),
+    )
+}
+
+pub fn assets() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS") {
+        return PathBuf::from(dir);
+    }
+    let out = Command::new(repo().join(".ci/control-plane.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect(".ci/control-plane.sh runs");
+    assert!(out.status.success(), "the control plane could not be built");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn shared_target_dir() -> PathBuf {
+    std::env::var_os("KOPGEN_TEST_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/kopgen/target")
+        })
+}
+
+pub fn run_ok(command: &mut Command) -> String {
+    let out = command.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn kubectl(plane: &ControlPlane, args: &[&str]) -> String {
+    run_ok(plane.kubectl().args(args))
+}
+
+/// (VmHWM, VmRSS) in KiB, and CPU time, of a running process.
+pub fn usage(pid: u32) -> (u64, u64, Duration) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    // After the command name: state is field 3, utime 14 and stime 15 (1-based, of the line).
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+        .sum();
+    (kib("VmHWM:"), kib("VmRSS:"), clock_ticks(ticks))
+}
+
+/// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
+pub fn clock_ticks(ticks: u64) -> Duration {
+    Duration::from_millis(ticks * 10)
+}
+
+/// Which objects are `Ready` at their generation, followed with `kubectl get --watch` as their
+/// changes arrive: listing 10,000 objects every second would take the API server and kubectl a
+/// good part of the two cores the managers are measured on.
+pub struct ReadyWatch {
+    ready: Arc<Mutex<HashMap<String, bool>>>,
+    kubectl: Child,
+}
+
+impl ReadyWatch {
+    pub fn start(plane: &ControlPlane) -> Self {
+        let ready = Arc::new(Mutex::new(HashMap::new()));
+        let kubectl = Self::follow(plane, ready.clone());
+        ReadyWatch { ready, kubectl }
+    }
+
+    /// One line per change: name, generation, and the Ready condition's observed generation
+    /// and status (empty where missing).
+    fn follow(plane: &ControlPlane, ready: Arc<Mutex<HashMap<String, bool>>>) -> Child {
+        let mut kubectl = plane
+            .kubectl()
+            .args([
+                "get",
+                "blogs.apps.example.com",
+                "-n",
+                "bench",
+                "--watch",
+                "-o",
+                "jsonpath={.metadata.name}|{.metadata.generation}|{.status.conditions[?(@.type==\"Ready\")].observedGeneration}|{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch");
+        let stdout = kubectl.stdout.take().expect("piped");
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let fields: Vec<&str> = line.split('|').collect();
+                if let [name, generation, observed, status] = fields[..] {
+                    let at_generation = *status == *"True" && observed == generation;
+                    ready
+                        .lock()
+                        .expect("lock")
+                        .insert(name.to_owned(), at_generation);
+                }
+            }
+        });
+        kubectl
+    }
+
+    /// How many are Ready; a watch that ended (the API server closes them now and then) is
+    /// started again, and its first list brings every object's state.
+    pub fn count(&mut self, plane: &ControlPlane) -> usize {
+        if matches!(self.kubectl.try_wait(), Ok(Some(_))) {
+            self.kubectl = Self::follow(plane, self.ready.clone());
+        }
+        self.ready
+            .lock()
+            .expect("lock")
+            .values()
+            .filter(|r| **r)
+            .count()
+    }
+}
+
+impl Drop for ReadyWatch {
+    fn drop(&mut self) {
+        let _ = self.kubectl.kill();
+        let _ = self.kubectl.wait();
+    }
+}

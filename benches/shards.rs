@@ -1,0 +1,377 @@
+//! kopgen's operator as one manager, with a warm standby, and sharded over two and three
+//! replicas (`--shards=auto`), on a real control plane with the `ShardedListAndWatch` feature
+//! gate on, side by side.
+//!
+//! `cargo bench --bench shards` builds the scaffolded operator (release), then for each object
+//! count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd and
+//! kube-apiserver, starts the replicas, creates the objects at once and measures:
+//! - the time until every object is Ready at its generation;
+//! - per replica, the peak and steady resident memory and the CPU seconds (the largest of the
+//!   replicas: the figure a pod's requests and limits are set by);
+//! - failover: one replica is killed (SIGKILL) and an object it reconciles is changed at once;
+//!   the time from the kill until that change is reconciled, and from when a survivor took the
+//!   work over (won the Lease, or took the shards) until then. "one manager" is measured cold: a
+//!   new manager takes the Lease at once, then fills its caches, as a replica did before warm
+//!   standbys.
+//!
+//! It prints a Markdown table; the figures go to docs/BENCHMARKS.md.
+
+mod common;
+#[path = "../runtime/src/envtest.rs"]
+mod control_plane;
+// The runtime's hash, to find an object a given replica holds (its tests are the runtime's).
+#[allow(dead_code, unused_imports)]
+#[path = "../runtime/src/shards/hash.rs"]
+mod hash;
+
+use std::{
+    fmt::Write as _,
+    io::Write as _,
+    path::Path,
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant, SystemTime},
+};
+
+use common::{ReadyWatch, assets, build_kopgen_operator, kubectl, usage};
+use control_plane::{ControlPlane, Options, free_port};
+
+const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
+/// The operator's Lease (`<project>.<domain>`), and the shards' Lease beside it.
+const LEASE: &str = "bench.example.com";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// One manager with `--leader-elect`.
+    One,
+    /// A leader and a warm standby.
+    Standby,
+    /// `--shards=auto` over this many replicas.
+    Shards(usize),
+}
+
+impl Mode {
+    fn name(self) -> String {
+        match self {
+            Mode::One => "one manager".into(),
+            Mode::Standby => "leader + warm standby".into(),
+            Mode::Shards(n) => format!("{n} shards"),
+        }
+    }
+
+    fn replicas(self) -> usize {
+        match self {
+            Mode::One => 1,
+            Mode::Standby => 2,
+            Mode::Shards(n) => n,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Figures {
+    ready_after: Duration,
+    peak_rss_kib: u64,
+    steady_rss_kib: u64,
+    cpu: Duration,
+    kill_to_reconciled: Duration,
+    taken_to_reconciled: Duration,
+}
+
+fn main() {
+    let counts: Vec<usize> = std::env::var("KOPGEN_BENCH_OBJECTS")
+        .unwrap_or_else(|_| "10000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let assets = assets();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let (binary, crds) = build_kopgen_operator(scratch.path());
+    let mut table = String::from(
+        "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | CPU per replica (s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for &count in &counts {
+        for mode in [Mode::One, Mode::Standby, Mode::Shards(2), Mode::Shards(3)] {
+            let f = run(&assets, &binary, &crds, mode, count);
+            let mib = |kib: u64| kib as f64 / 1024.0;
+            let _ = writeln!(
+                table,
+                "| {} | {count} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |",
+                mode.name(),
+                mode.replicas(),
+                f.ready_after.as_secs_f64(),
+                mib(f.peak_rss_kib),
+                mib(f.steady_rss_kib),
+                f.cpu.as_secs_f64(),
+                f.kill_to_reconciled.as_secs_f64(),
+                f.taken_to_reconciled.as_secs_f64(),
+            );
+            eprintln!("{table}");
+        }
+    }
+    println!("{table}");
+}
+
+/// Starts replica `name` of `binary` in `mode`.
+fn start(binary: &Path, kubeconfig: &Path, mode: Mode, name: &str, log: &Path) -> Child {
+    let port = free_port().expect("port");
+    let mut command = Command::new(binary);
+    match mode {
+        Mode::Shards(_) => command.arg("--shards=auto"),
+        Mode::One | Mode::Standby => command.arg("--leader-elect"),
+    };
+    command
+        .args([
+            "--metrics-bind-address=0",
+            "--leader-election-namespace=bench",
+            "--log-format=json",
+        ])
+        .arg(format!("--leader-election-identity={name}"))
+        .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))
+        .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", "bench")
+        .env(
+            "RUST_LOG",
+            "warn,kopgen_runtime::leader=info,kopgen_runtime::shards=info",
+        )
+        .stdout(std::fs::File::create(log).expect("log"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the manager starts")
+}
+
+fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> Figures {
+    eprintln!("{}: {count} objects", mode.name());
+    let options = Options {
+        feature_gates: Some("ShardedListAndWatch=true"),
+        ..Options::default()
+    };
+    let plane = ControlPlane::start_in(assets.to_path_buf(), options).expect("control plane");
+    let dir = tempfile::tempdir().expect("tempdir");
+    kubectl(&plane, &["create", "namespace", "bench"]);
+    kubectl(
+        &plane,
+        &[
+            "create",
+            "clusterrolebinding",
+            "bench-manager",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=bench:manager",
+        ],
+    );
+    kubectl(
+        &plane,
+        &["apply", "--server-side", "-f", &crds.display().to_string()],
+    );
+    kubectl(
+        &plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ],
+    );
+    let kubeconfig = plane.kubeconfig_as(MANAGER_USER).expect("kubeconfig");
+    let log = |i: usize| dir.path().join(format!("replica-{i}.log"));
+    let mut replicas: Vec<Child> = Vec::new();
+    for i in 0..mode.replicas() {
+        replicas.push(start(
+            binary,
+            &kubeconfig,
+            mode,
+            &format!("replica-{i}"),
+            &log(i),
+        ));
+        // The first is the leader; the others join after it.
+        thread::sleep(Duration::from_secs(3));
+    }
+
+    let files = write_objects(dir.path(), count);
+    let mut watch = ReadyWatch::start(&plane);
+    let started = Instant::now();
+    let creators: Vec<Child> = files
+        .iter()
+        .map(|file| {
+            let mut create = plane.kubectl();
+            create
+                .args(["create", "-f"])
+                .arg(file)
+                .stdout(Stdio::null());
+            create.spawn().expect("kubectl create")
+        })
+        .collect();
+    for mut creator in creators {
+        let _ = creator.wait();
+    }
+    let mut peak = 0;
+    while watch.count(&plane) < count {
+        for replica in &replicas {
+            peak = peak.max(usage(replica.id()).0);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1800),
+            "no convergence"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let ready_after = started.elapsed();
+    drop(watch);
+    thread::sleep(Duration::from_secs(10));
+    let mut figures = Figures {
+        ready_after,
+        ..Figures::default()
+    };
+    for replica in &replicas {
+        let (hwm, rss, cpu) = usage(replica.id());
+        figures.peak_rss_kib = figures.peak_rss_kib.max(hwm.max(peak));
+        figures.steady_rss_kib = figures.steady_rss_kib.max(rss);
+        figures.cpu = figures.cpu.max(cpu);
+    }
+
+    // Failover: replica 0 (the leader, or a shard's holder) is killed, and one of its objects
+    // changed at once.
+    let changed = match mode {
+        Mode::Shards(_) => object_held_by(&plane, "replica-0", count),
+        Mode::One | Mode::Standby => "blog-0".to_owned(),
+    };
+    let _ = replicas[0].kill();
+    let _ = replicas[0].wait();
+    let killed = (Instant::now(), SystemTime::now());
+    kubectl(
+        &plane,
+        &[
+            "patch",
+            "blogs.apps.example.com",
+            &changed,
+            "-n",
+            "bench",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"foo":"changed"}}"#,
+        ],
+    );
+    let mut survivors = replicas.split_off(1);
+    if mode == Mode::One {
+        // Cold: a new manager, which takes the Lease at once (it has the dead one's identity)
+        // and only then has caches to fill.
+        survivors.push(start(
+            binary,
+            &kubeconfig,
+            mode,
+            "replica-0",
+            &log(mode.replicas()),
+        ));
+    }
+    while !ready_at_generation(&plane, &changed) {
+        assert!(killed.0.elapsed() < Duration::from_secs(300), "no failover");
+        thread::sleep(Duration::from_millis(50));
+    }
+    let reconciled = SystemTime::now();
+    figures.kill_to_reconciled = killed.0.elapsed();
+    let taken = (0..=mode.replicas())
+        .filter_map(|i| taken_over(&log(i), killed.1))
+        .min()
+        .expect("a survivor took over");
+    figures.taken_to_reconciled = reconciled.duration_since(taken).unwrap_or_default();
+    for mut survivor in survivors {
+        let _ = survivor.kill();
+        let _ = survivor.wait();
+    }
+    figures
+}
+
+/// The objects in four files, to be created in parallel.
+fn write_objects(dir: &Path, count: usize) -> Vec<std::path::PathBuf> {
+    (0..4)
+        .map(|part| {
+            let path = dir.join(format!("blogs-{part}.yaml"));
+            let mut file = std::fs::File::create(&path).expect("file");
+            for i in (part..count).step_by(4) {
+                let _ = writeln!(
+                    file,
+                    "---\napiVersion: apps.example.com/v1\nkind: Blog\nmetadata:\n  name: blog-{i}\n  namespace: bench\nspec:\n  foo: value-{i}"
+                );
+            }
+            path
+        })
+        .collect()
+}
+
+/// The name of an object in a bucket `replica` holds, as the shards' Lease records.
+fn object_held_by(plane: &ControlPlane, replica: &str, count: usize) -> String {
+    let lease = kubectl(
+        plane,
+        &[
+            "get",
+            "lease",
+            &format!("{LEASE}-shards"),
+            "-n",
+            "bench",
+            "-o",
+            "json",
+        ],
+    );
+    let lease: serde_json::Value = serde_json::from_str(&lease).expect("JSON");
+    let owners: Vec<String> = lease["metadata"]["annotations"]["kopgen.io/shard-owners"]
+        .as_str()
+        .and_then(|o| serde_json::from_str(o).ok())
+        .expect("the owners");
+    (0..count)
+        .map(|i| format!("blog-{i}"))
+        .find(|name| {
+            let uid = kubectl(
+                plane,
+                &[
+                    "get",
+                    "blogs.apps.example.com",
+                    name,
+                    "-n",
+                    "bench",
+                    "-o",
+                    "jsonpath={.metadata.uid}",
+                ],
+            );
+            owners[hash::bucket_of(hash::fnv1a(uid.trim()))] == replica
+        })
+        .expect("an object of the replica's")
+}
+
+fn ready_at_generation(plane: &ControlPlane, name: &str) -> bool {
+    let out = kubectl(
+        plane,
+        &[
+            "get",
+            "blogs.apps.example.com",
+            name,
+            "-n",
+            "bench",
+            "-o",
+            "jsonpath={.metadata.generation}|{.status.conditions[?(@.type==\"Ready\")].observedGeneration}|{.status.conditions[?(@.type==\"Ready\")].status}",
+        ],
+    );
+    matches!(out.split('|').collect::<Vec<_>>()[..], [generation, observed, "True"] if generation == observed)
+}
+
+/// When, after `after`, the replica logging to `log` took the work over: won the Lease, or
+/// took shards.
+fn taken_over(log: &Path, after: SystemTime) -> Option<SystemTime> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| {
+            let message = line["fields"]["message"].as_str().unwrap_or_default();
+            message.starts_with("became leader") || message.starts_with("holding new shards")
+        })
+        .filter_map(|line| {
+            let at = time::OffsetDateTime::parse(
+                line["timestamp"].as_str()?,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .ok()?;
+            Some(SystemTime::from(at))
+        })
+        .find(|at| *at > after)
+}
