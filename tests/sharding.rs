@@ -167,6 +167,27 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         (third * 0.85..=third * 1.15).contains(&(returned as f64)),
         "the returned replica reconciled {returned} Blogs"
     );
+
+    // A replica stopped as the kubelet stops it gives its share back and deletes its Lease:
+    // the others need not wait for it to expire.
+    let mut leaving = managers.remove(0);
+    assert_eq!(leaving.terminate(), Some(0), "{}", leaving.log());
+    let holders = kubectl_ok(
+        &plane,
+        &[
+            "get",
+            "leases",
+            "-n",
+            "demo-system",
+            "-o",
+            "jsonpath={.items[*].spec.holderIdentity}",
+        ],
+    );
+    assert!(!holders.contains(leaving.name), "{holders}");
+    wait("the others hold every bucket", &|| logs(&managers), || {
+        let held: f64 = managers.iter().map(held_buckets).sum::<Option<f64>>()?;
+        (held == 64.0).then_some(())
+    });
 }
 
 /// A user of the manager's RBAC of its own, so that the audit log tells the replicas apart.

@@ -227,7 +227,7 @@ impl Manager {
                 // Every replica reconciles the buckets it holds; its writes are fenced on its
                 // own Lease as a leader's are on the one Lease.
                 let release = CancellationToken::new();
-                let drain = config.reconcile_timeout;
+                let drain = config.graceful_shutdown_timeout;
                 let coordinator = leader::on_own_thread(kube_config, "shards", {
                     let release = release.clone();
                     move |client| async move {
