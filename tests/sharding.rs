@@ -127,6 +127,17 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     }
     let first = writers(&plane, 0, written);
     assert_one_writer_at_a_time(&first, "while all three ran");
+    // The API server filters: children by their bucket's label always, the Blogs by
+    // shardSelector where it can.
+    let (blogs_filtered, children_filtered) = (
+        watched(&plane, "blogs", "shardSelector="),
+        watched(&plane, "configmaps", "kopgen.io%2Fshard+notin+%28"),
+    );
+    assert!(
+        children_filtered,
+        "the children's watches leave out other buckets"
+    );
+    assert_eq!(blogs_filtered, feature_gates.is_some());
 
     // One replica is killed: its share is taken over and reconciled by one replica each.
     let killed = managers.remove(2);
@@ -288,6 +299,19 @@ fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec
         }
     }
     writers
+}
+
+/// Whether a replica's watch of `resource` asked for `parameter` (as the audit log writes it).
+fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> bool {
+    let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["impersonatedUser"]["username"].is_string())
+        .filter(|event| event["verb"] == "watch" && event["objectRef"]["resource"] == resource)
+        .any(|event| {
+            let uri = event["requestURI"].as_str().unwrap_or_default();
+            uri.contains(parameter)
+        })
 }
 
 /// No object's writes alternate between replicas: one writer, then at most one handover.

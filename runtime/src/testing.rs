@@ -490,7 +490,7 @@ pub async fn applied_children<R: Reconcile>(reconciler: &R, object: &R::Kind) ->
         .await
         .children
         .into_iter()
-        .map(|child| as_applied(child, &owner, MANAGER).expect("a child applies"))
+        .map(|child| as_applied(child, &owner, MANAGER, false).expect("a child applies"))
         .collect()
 }
 

@@ -185,14 +185,16 @@ where
 }
 
 /// The objects `events` applied to `store`, as [`kube::runtime::WatchStreamExt::applied_objects`]
-/// gives them, except that the objects of a list come once the list is complete. kube's store
-/// takes a list's objects at its end, and a controller reads the object it reconciles from the
-/// store: an object that a list (again) brings in, new to the store, would otherwise be looked
-/// up before it is there, and dropped as deleted. Lists happen again after a watch expires, and
-/// whenever a replica's shards change.
+/// gives them, except that the objects of a list come once the list is complete, and only if
+/// `wanted()` then. kube's store takes a list's objects at its end, and a controller reads the
+/// object it reconciles from the store: an object that a list (again) brings in, new to the
+/// store, would otherwise be looked up before it is there, and dropped as deleted. Lists happen
+/// again after a watch expires, and whenever a replica's shards change. (A standby does not want
+/// them: it catches up on every object when it starts to lead, behind what changed meanwhile.)
 pub fn applied_when_cached<K>(
     events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     store: Store<K>,
+    wanted: impl Fn() -> bool + Send + 'static,
 ) -> impl Stream<Item = watcher::Result<K>> + Send
 where
     K: Lookup + Clone + Send + Sync + 'static,
@@ -211,6 +213,7 @@ where
             }
             Ok(Event::InitDone) => std::mem::take(&mut listed)
                 .iter()
+                .filter(|_| wanted())
                 .filter_map(|key| store.get(key))
                 .map(|object| Ok((*object).clone()))
                 .collect(),
@@ -401,7 +404,7 @@ mod tests {
         ])
         .reflect(writer);
         let cached = store.clone();
-        let applied: Vec<String> = applied_when_cached(events, store)
+        let applied: Vec<String> = applied_when_cached(events, store, || true)
             .map(|object| {
                 let object = object.expect("no error");
                 let key = ObjectRef::from_obj(&object);

@@ -93,7 +93,8 @@ async fn apply_child<R: Reconcile>(
     shared: &Shared<R>,
 ) -> Result<(String, String, String)> {
     let ctx = &shared.ctx;
-    let child = as_applied(child.clone(), owner, &ctx.manager)?;
+    let sharded = ctx.shards.is_some();
+    let child = as_applied(child.clone(), owner, &ctx.manager, sharded)?;
     let hash = child["metadata"]["annotations"][APPLIED]
         .as_str()
         .unwrap_or_default()
@@ -269,8 +270,13 @@ fn remember<R: Reconcile>(shared: &Shared<R>, written: &ObjectMeta, hash: String
 
 /// `child` as this manager applies it: owned (see [`owned`]), with the hash of all that in the
 /// [`APPLIED`] annotation.
-pub(crate) fn as_applied(child: Value, owner: &OwnerReference, manager: &str) -> Result<Value> {
-    let mut child = owned(child, owner, manager)?;
+pub(crate) fn as_applied(
+    child: Value,
+    owner: &OwnerReference,
+    manager: &str,
+    sharded: bool,
+) -> Result<Value> {
+    let mut child = owned(child, owner, manager, sharded)?;
     let hash = hash_of(&child)?;
     child["metadata"]["annotations"][APPLIED] = hash.into();
     Ok(child)
@@ -381,8 +387,10 @@ async fn delete_child<R: Reconcile>(
 }
 
 /// `child` with this manager's label and `owner` as its controller owner reference, which
-/// blocks a foreground deletion of the owner until the child is gone.
-fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Value> {
+/// blocks a foreground deletion of the owner until the child is gone; `sharded`, with the
+/// owner's bucket as a label too, so that each replica's watch of children asks the API server
+/// for its buckets' alone ([`crate::shards::SHARD_LABEL`]).
+fn owned(mut child: Value, owner: &OwnerReference, manager: &str, sharded: bool) -> Result<Value> {
     let metadata = &mut child["metadata"];
     if !metadata.is_object() {
         *metadata = json!({});
@@ -393,6 +401,10 @@ fn owned(mut child: Value, owner: &OwnerReference, manager: &str) -> Result<Valu
         }
     }
     metadata["labels"][MANAGED_BY] = manager.into();
+    if sharded {
+        let bucket = crate::shards::bucket_of_uid(&owner.uid);
+        metadata["labels"][crate::shards::SHARD_LABEL] = bucket.to_string().into();
+    }
     let references = &mut metadata["ownerReferences"];
     if !references.is_array() {
         *references = json!([]);

@@ -362,7 +362,31 @@ pub async fn run<R: Reconcile>(
             }
         }
     });
-    let events = watch::applied_when_cached(events, store.clone());
+    // A standby's lists trigger nothing: when it starts to lead, what changed meanwhile is
+    // queued already and goes first; every object follows (`catch_up`). With shards, each
+    // bucket gained is listed and triggered anew instead.
+    let standby = ctx.shards.is_none() && !ctx.leadership.is_leading();
+    let catch_up = {
+        let (leadership, store, metrics) =
+            (ctx.leadership.clone(), store.clone(), ctx.metrics.clone());
+        futures::stream::once(async move {
+            leadership.leading().await;
+            store.state()
+        })
+        .filter(move |_| std::future::ready(standby))
+        .flat_map(futures::stream::iter)
+        .map(move |object| {
+            metrics.queued(
+                R::NAME,
+                &queue_key(object.namespace().as_deref(), &object.name_any()),
+            );
+            reflector::ObjectRef::from_obj(&*object)
+        })
+    };
+    let leadership = ctx.leadership.clone();
+    let events = watch::applied_when_cached(events, store.clone(), move || {
+        !standby || leadership.is_leading()
+    });
     let metrics = ctx.metrics.clone();
     let concurrency = setup.concurrency.unwrap_or(ctx.concurrency);
     metrics.controller_started(R::NAME, concurrency);
@@ -480,6 +504,7 @@ pub async fn run<R: Reconcile>(
     };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(mapped)
+        .reconcile_on(catch_up)
         .reconcile_on(resync)
         .reconcile_on(retried)
         .with_config(config)

@@ -38,6 +38,18 @@ pub use hash::BUCKETS;
 
 use crate::lock;
 
+/// The label of each child with shards: its owner's bucket (`0` to `63`). A replica's watch of
+/// children excludes the buckets it does not hold (`kopgen.io/shard notin (…)`), so the API
+/// server filters children without any feature gate; children written before shards were on,
+/// without the label, are sent to every replica, which filters them itself, until their next
+/// apply labels them.
+pub const SHARD_LABEL: &str = "kopgen.io/shard";
+
+/// The bucket of an object whose UID (or whose owner's) is `uid`.
+pub(crate) fn bucket_of_uid(uid: &str) -> usize {
+    hash::bucket_of(hash::fnv1a(uid))
+}
+
 /// Which buckets a replica holds: one flag per bucket.
 pub type Held = [bool; BUCKETS];
 
@@ -72,7 +84,7 @@ impl Key {
                     .then_some(owner.uid.as_str())
             }),
         };
-        hash::bucket_of(hash::fnv1a(value.unwrap_or_default()))
+        bucket_of_uid(value.unwrap_or_default())
     }
 }
 

@@ -45,7 +45,11 @@ where
                 debug!(%selector, "watching the held ranges");
                 watch::streaming(api(selector::client(&client, &selector)), config.clone()).boxed()
             }
-            (Some(_), None) => watch::streaming(api(client.clone()), config.clone()).boxed(),
+            // Children: by their label, where they have it (see `SHARD_LABEL`).
+            (Some(_), None) => {
+                let config = excluding_others(config.clone(), held);
+                watch::streaming(api(client.clone()), config).boxed()
+            }
         }
     };
     let following = Following {
@@ -78,6 +82,23 @@ where
         }
     })
     .boxed()
+}
+
+/// `config` whose label selector leaves out the objects labelled with a bucket not `held`.
+fn excluding_others(mut config: watcher::Config, held: &Held) -> watcher::Config {
+    let others: Vec<String> = (0..super::BUCKETS)
+        .filter(|&bucket| !held[bucket])
+        .map(|bucket| bucket.to_string())
+        .collect();
+    if others.is_empty() {
+        return config;
+    }
+    let excluded = format!("{} notin ({})", super::SHARD_LABEL, others.join(","));
+    config.label_selector = Some(match config.label_selector.take() {
+        Some(selector) if !selector.is_empty() => format!("{selector},{excluded}"),
+        _ => excluded,
+    });
+    config
 }
 
 struct Following<K> {
@@ -128,6 +149,24 @@ mod tests {
         assert!(!keeps(Event::Apply(theirs.clone())));
         assert!(!keeps(Event::Delete(theirs)));
         assert!(keeps(Event::Init) && keeps(Event::InitDone));
+    }
+
+    #[test]
+    fn a_watch_of_children_leaves_out_the_buckets_of_others_by_label() {
+        let mut held = [true; BUCKETS];
+        let config = watcher::Config::default().labels("app.kubernetes.io/managed-by=demo");
+        let all = excluding_others(config.clone(), &held);
+        assert_eq!(
+            all.label_selector, config.label_selector,
+            "nothing to leave out"
+        );
+        held[1] = false;
+        held[63] = false;
+        let some = excluding_others(config, &held);
+        assert_eq!(
+            some.label_selector.as_deref(),
+            Some("app.kubernetes.io/managed-by=demo,kopgen.io/shard notin (1,63)")
+        );
     }
 
     #[tokio::test]
