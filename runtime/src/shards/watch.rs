@@ -1,8 +1,9 @@
 //! A watch that follows the buckets this replica holds: started with the held ranges as its
-//! `shardSelector` (where the API server filters), its events filtered by bucket here as well
-//! (where it does not, and for keys it cannot hash), and started again, with a new list, when
-//! the held buckets change. Until a bucket is held it lists nothing: a replica that holds none
-//! has an empty cache that counts as filled.
+//! `shardSelector` (the reconciled kind, where the API server filters) or with the other
+//! buckets left out by label (children), its events filtered by bucket here as well (where the
+//! API server does not filter, and for children without the label yet), and started again,
+//! with a new list, when the held buckets change. Until a bucket is held it lists nothing: a
+//! replica that holds none has an empty cache that counts as filled.
 
 use std::fmt::Debug;
 
@@ -35,19 +36,23 @@ where
     let client = client.clone();
     let held = shards.held();
     let start = move |held: &Held| -> BoxStream<'static, watcher::Result<Event<K>>> {
-        let field = key.field().filter(|_| shards.server_side());
-        match (hash::selector(field.unwrap_or_default(), held), field) {
+        if !held.contains(&true) {
             // Nothing held: nothing to list, and the (empty) cache is filled.
-            (None, _) => futures::stream::iter([Ok(Event::Init), Ok(Event::InitDone)])
+            return futures::stream::iter([Ok(Event::Init), Ok(Event::InitDone)])
                 .chain(futures::stream::pending())
-                .boxed(),
-            (Some(selector), Some(_)) => {
+                .boxed();
+        }
+        let config = config.clone();
+        let selector = key.field().and_then(|field| hash::selector(field, held));
+        match (key, selector) {
+            (Key::Uid, Some(selector)) if shards.server_side() => {
                 debug!(%selector, "watching the held ranges");
-                watch::streaming(api(selector::client(&client, &selector)), config.clone()).boxed()
+                watch::streaming(api(selector::client(&client, &selector)), config).boxed()
             }
+            (Key::Uid, _) => watch::streaming(api(client.clone()), config).boxed(),
             // Children: by their label, where they have it (see `SHARD_LABEL`).
-            (Some(_), None) => {
-                let config = excluding_others(config.clone(), held);
+            (Key::OwnerUid, _) => {
+                let config = excluding_others(config, held);
                 watch::streaming(api(client.clone()), config).boxed()
             }
         }
