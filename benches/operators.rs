@@ -34,7 +34,7 @@ use std::{
 };
 
 use common::{
-    ReadyWatch, assets, build_kopgen_operator, clock_ticks, kubectl, repo, run_ok, usage,
+    ReadyWatch, assets, build_kopgen_operator, clock_ticks, install, repo, run_ok, usage,
 };
 use control_plane::{ControlPlane, Options, free_port};
 
@@ -515,36 +515,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
     };
     let plane = ControlPlane::start_in(assets.to_path_buf(), options).expect("control plane");
     let dir = tempfile::tempdir().expect("tempdir");
-    kubectl(&plane, &["create", "namespace", "bench"]);
-    kubectl(
-        &plane,
-        &[
-            "create",
-            "clusterrolebinding",
-            "bench-manager",
-            "--clusterrole=cluster-admin",
-            "--serviceaccount=bench:manager",
-        ],
-    );
-    kubectl(
-        &plane,
-        &[
-            "apply",
-            "--server-side",
-            "-f",
-            &operator.crds.display().to_string(),
-        ],
-    );
-    kubectl(
-        &plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd",
-            "--all",
-            "--timeout=60s",
-        ],
-    );
+    install(&plane, &operator.crds);
     let kubeconfig = plane.kubeconfig_as(MANAGER_USER).expect("kubeconfig");
     let mut manager = start_manager(operator, &kubeconfig, &dir.path().join("manager.log"));
     thread::sleep(Duration::from_secs(3));

@@ -34,7 +34,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use common::{ReadyWatch, assets, build_kopgen_operator, kubectl, usage};
+use common::{ReadyWatch, assets, build_kopgen_operator, install, kubectl, usage};
 use control_plane::{ControlPlane, Options, free_port};
 
 const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
@@ -151,31 +151,7 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
     };
     let plane = ControlPlane::start_in(assets.to_path_buf(), options).expect("control plane");
     let dir = tempfile::tempdir().expect("tempdir");
-    kubectl(&plane, &["create", "namespace", "bench"]);
-    kubectl(
-        &plane,
-        &[
-            "create",
-            "clusterrolebinding",
-            "bench-manager",
-            "--clusterrole=cluster-admin",
-            "--serviceaccount=bench:manager",
-        ],
-    );
-    kubectl(
-        &plane,
-        &["apply", "--server-side", "-f", &crds.display().to_string()],
-    );
-    kubectl(
-        &plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd",
-            "--all",
-            "--timeout=60s",
-        ],
-    );
+    install(&plane, crds);
     let kubeconfig = plane.kubeconfig_as(MANAGER_USER).expect("kubeconfig");
     let log = |i: usize| dir.path().join(format!("replica-{i}.log"));
     let mut replicas: Vec<Child> = Vec::new();

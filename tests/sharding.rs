@@ -366,18 +366,7 @@ fn cached(manager: &Manager, cache: &str) -> Option<f64> {
 
 /// Polls `check` until it returns `Some`, for up to [`CONVERGE`].
 fn wait<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + CONVERGE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within {CONVERGE:?}\n{}",
-            context()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    support::eventually_within(CONVERGE, what, context, check)
 }
 
 fn tail(log: &str) -> String {

@@ -13,6 +13,36 @@ use std::{
 
 use crate::control_plane::ControlPlane;
 
+/// Readies `plane` for a bench's manager: namespace `bench`, the ServiceAccount `bench:manager`
+/// as cluster-admin, and the CRDs of `crds`, established.
+pub fn install(plane: &ControlPlane, crds: &Path) {
+    kubectl(plane, &["create", "namespace", "bench"]);
+    kubectl(
+        plane,
+        &[
+            "create",
+            "clusterrolebinding",
+            "bench-manager",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=bench:manager",
+        ],
+    );
+    kubectl(
+        plane,
+        &["apply", "--server-side", "-f", &crds.display().to_string()],
+    );
+    kubectl(
+        plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ],
+    );
+}
+
 /// kopgen's scaffold (`bench`): one namespaced kind, Blog, its manifests, a release build.
 /// Returns the manager's binary and the CRDs' directory.
 pub fn build_kopgen_operator(scratch: &Path) -> (PathBuf, PathBuf) {

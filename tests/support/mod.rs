@@ -574,14 +574,24 @@ pub fn http_get_at(host: &str, port: u16, path: &str) -> Option<(u16, String)> {
 
 /// Polls `check` until it returns `Some`, or fails the test with `what` after `CONVERGE`.
 pub fn eventually<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + CONVERGE;
+    eventually_within(CONVERGE, what, context, check)
+}
+
+/// [`eventually`], failing after `limit`.
+pub fn eventually_within<T>(
+    limit: Duration,
+    what: &str,
+    context: &dyn Fn() -> String,
+    check: impl Fn() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = check() {
             return value;
         }
         assert!(
             Instant::now() < deadline,
-            "{what}: not within {CONVERGE:?}\n{}",
+            "{what}: not within {limit:?}\n{}",
             context()
         );
         thread::sleep(Duration::from_millis(200));
