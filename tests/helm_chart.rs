@@ -271,6 +271,7 @@ fn the_chart_renders_what_kustomize_renders() {
         "manager.image.repository=registry.example.com/demo",
         "manager.image.tag=v1.2.3",
         "manager.leaderElection.enable=false",
+        "manager.shards.enable=true",
         "manager.logging.format=text",
         "manager.logging.level=debug",
         "manager.nodeSelector.disk=ssd",
@@ -299,6 +300,7 @@ fn the_chart_renders_what_kustomize_renders() {
         .collect();
     assert!(!args.contains(&"--leader-elect"), "{args:?}");
     for arg in [
+        "--shards=auto",
         "--log-format=text",
         "--log-level=debug",
         "--metrics-bind-address=0",
@@ -457,6 +459,10 @@ fn the_chart_installs_and_the_operator_reconciles_on_a_real_control_plane() {
         "get deployment -n helmdemo-system helmdemo-controller-manager -o json",
     );
     assert!(deployment.contains("--leader-elect"), "{deployment}");
+    assert!(
+        !deployment.contains("--shards"),
+        "off by default: {deployment}"
+    );
 
     let as_chart = plane
         .kubeconfig_as("system:serviceaccount:helmdemo-system:helmdemo-controller-manager")
