@@ -265,16 +265,17 @@ fn list(plane: &ControlPlane, resource: &str) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 
+/// How many whole lines the audit log has now.
 fn audit_lines(plane: &ControlPlane) -> usize {
-    std::fs::read_to_string(plane.audit_log())
-        .map(|log| log.lines().count())
-        .unwrap_or(0)
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    log.iter().filter(|byte| **byte == b'\n').count()
 }
 
 /// Per Blog, the replicas that wrote it or its ConfigMaps, in order, from audit lines
 /// `from..to` (the writes that succeeded).
 fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec<String>> {
-    let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for line in log.lines().skip(from).take(to - from) {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
@@ -303,7 +304,8 @@ fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec
 
 /// Whether a replica's watch of `resource` asked for `parameter` (as the audit log writes it).
 fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> bool {
-    let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
     log.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|event| event["impersonatedUser"]["username"].is_string())

@@ -300,6 +300,8 @@ impl ControlPlane {
                 format!("--audit-policy-file={}", self.path("audit-policy.yaml")),
                 format!("--audit-log-path={}", self.audit_log().display()),
                 "--audit-log-mode=blocking".to_string(),
+                // One file, never rotated (the default rotates at 100 MB): tests read it whole.
+                "--audit-log-maxsize=0".to_string(),
             ]);
         }
         self.spawn("kube-apiserver", "kube-apiserver", &apiserver_args)?;
