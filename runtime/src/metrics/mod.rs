@@ -350,14 +350,12 @@ impl Metrics {
         self.cache_objects.get_or_create(&labels).set(objects);
     }
 
-    /// This replica holds the buckets `held`.
-    pub(crate) fn shards(&self, held: &crate::shards::Held) {
-        let count = held.iter().filter(|h| **h).count();
+    /// This replica holds `buckets` buckets, in the ranges named `ranges` (`0x…-0x…`).
+    pub(crate) fn shards(&self, buckets: usize, ranges: impl IntoIterator<Item = String>) {
         self.shard_buckets
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
+            .set(i64::try_from(buckets).unwrap_or(i64::MAX));
         self.shard_ranges.clear();
-        for range in crate::shards::hash::ranges(held) {
-            let range = crate::shards::hash::range_name(range);
+        for range in ranges {
             self.shard_ranges
                 .get_or_create(&RangeLabels { range })
                 .set(1);

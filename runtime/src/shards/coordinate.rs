@@ -74,7 +74,7 @@ pub(crate) async fn run(
         }
         if renewed_at.is_some_and(|at| at.elapsed() < timing.renew_deadline) {
             match tokio::time::timeout(timing.retry_period, member.rebalance(&shards)).await {
-                Ok(Ok(held)) => metrics.shards(&held),
+                Ok(Ok(held)) => report(&metrics, &held),
                 // Waiting would not help: say what the Role lacks, and stop.
                 Ok(Err(error)) if forbidden(&error) => {
                     return Err(Error::Config(format!(
@@ -99,7 +99,7 @@ pub(crate) async fn run(
             () = release.cancelled() => {
                 member.leave(&shards, drain).await;
                 leadership.lose();
-                metrics.shards(&[false; BUCKETS]);
+                report(&metrics, &[false; BUCKETS]);
                 return Ok(());
             }
             () = lapse => {
@@ -114,6 +114,12 @@ pub(crate) async fn run(
             () = tokio::time::sleep(timing.retry_period) => {}
         }
     }
+}
+
+/// Tells the metrics which buckets, and ranges, this replica holds.
+fn report(metrics: &Metrics, held: &Held) {
+    let count = held.iter().filter(|h| **h).count();
+    metrics.shards(count, hash::ranges(held).into_iter().map(hash::range_name));
 }
 
 fn forbidden(error: &Error) -> bool {
