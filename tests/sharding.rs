@@ -3,8 +3,8 @@
 //! (each replica filters its events itself): every Blog (with two ConfigMaps as children)
 //! reaches Ready at its generation, each replica caches about a third of the Blogs and of their
 //! children, no object is written by two replicas in turn, a replica killed mid-run has its
-//! objects taken over and reconciled by one replica each, and when it comes back its share moves
-//! back to it. `KOPGEN_SHARDING_BLOGS=10000` runs it at the issue's scale (900 by default, for
+//! objects taken over and reconciled by one replica each (the survivors list only the buckets
+//! they gain), and when it comes back its share moves back to it. `KOPGEN_SHARDING_BLOGS=10000` runs it at the issue's scale (900 by default, for
 //! CI's two cores).
 
 mod support;
@@ -140,6 +140,7 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     assert_eq!(blogs_filtered, feature_gates.is_some());
 
     // One replica is killed: its share is taken over and reconciled by one replica each.
+    let held_before: Vec<BTreeSet<usize>> = managers.iter().map(held_ranges).collect();
     let killed = managers.remove(2);
     let killed_name = killed.name;
     drop(killed); // SIGKILL, as a node that vanished
@@ -156,6 +157,24 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     assert_one_writer_at_a_time(&after_kill, "after the kill");
     assert_eq!(after_kill.len(), blogs, "every Blog was reconciled again");
     eprintln!("{test}: {blogs} Blogs converged {took_over:?} after a replica was killed");
+    // What the survivors listed to take over: only the buckets they gained, never again those
+    // they held (Blogs by shardSelector with the gate; children by label always).
+    let after_takeover = audit_lines(&plane);
+    for (manager, before) in managers.iter().zip(&held_before) {
+        let mut resources = vec!["configmaps"];
+        resources.extend(feature_gates.map(|_| "blogs"));
+        for resource in resources {
+            let lists = listed(&plane, at_kill, after_takeover, manager.name, resource);
+            assert!(!lists.is_empty(), "{} listed no {resource}", manager.name);
+            for buckets in lists {
+                assert!(
+                    buckets.is_disjoint(before),
+                    "{} listed {resource} of buckets {buckets:?}, some held before: {before:?}",
+                    manager.name
+                );
+            }
+        }
+    }
 
     // It comes back: its share moves back to it, without two writers at once.
     managers.push(start(2));
@@ -314,6 +333,84 @@ fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> bool {
             let uri = event["requestURI"].as_str().unwrap_or_default();
             uri.contains(parameter)
         })
+}
+
+/// The buckets of each list of `resource` that `user` asked for in audit lines `from..to`: a
+/// list, or a watch that starts with one (`sendInitialEvents`), by its `shardSelector` ranges
+/// or the buckets its label selector does not leave out.
+fn listed(
+    plane: &ControlPlane,
+    from: usize,
+    to: usize,
+    user: &str,
+    resource: &str,
+) -> Vec<BTreeSet<usize>> {
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
+    let mut requests = BTreeMap::new();
+    for line in log.lines().skip(from).take(to - from) {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let uri = event["requestURI"].as_str().unwrap_or_default();
+        let lists = event["verb"] == "list"
+            || (event["verb"] == "watch" && uri.contains("sendInitialEvents=true"));
+        if lists
+            && event["impersonatedUser"]["username"] == user
+            && event["objectRef"]["resource"] == resource
+        {
+            let id = event["auditID"].as_str().unwrap_or_default().to_owned();
+            requests.insert(id, buckets_asked(uri));
+        }
+    }
+    requests.into_values().collect()
+}
+
+/// The buckets a list's URI asks for: its `shardSelector` ranges, or those its label selector
+/// does not leave out (`kopgen.io/shard notin (…)`), or all.
+fn buckets_asked(uri: &str) -> BTreeSet<usize> {
+    let query = uri.split_once('?').map_or("", |(_, query)| query);
+    let mut buckets: BTreeSet<usize> = (0..64).collect();
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        if name == "shardSelector" {
+            let bounds: Vec<u128> = (value.split('\''))
+                .filter_map(|part| u128::from_str_radix(part.strip_prefix("0x")?, 16).ok())
+                .collect();
+            buckets = (bounds.chunks(2))
+                .flat_map(|range| bucket(range[0])..bucket(range[range.len() - 1]))
+                .collect();
+        }
+        if name == "labelSelector"
+            && let Some((_, notin)) = value.split_once("kopgen.io/shard notin (")
+        {
+            let others = notin.split(')').next().unwrap_or_default().split(',');
+            for other in others.filter_map(|b| b.trim().parse::<usize>().ok()) {
+                buckets.remove(&other);
+            }
+        }
+    }
+    buckets
+}
+
+/// The bucket a bound of the hash space starts.
+fn bucket(bound: u128) -> usize {
+    usize::try_from(bound >> 58).unwrap_or(64)
+}
+
+/// The buckets a replica holds, by the ranges it reports (`demo_shard_range`).
+fn held_ranges(manager: &Manager) -> BTreeSet<usize> {
+    let (_, body) = http_get(manager.metrics, "/metrics").expect("metrics");
+    let ranges = body
+        .lines()
+        .filter(|line| line.starts_with("demo_shard_range{"));
+    ranges
+        .filter_map(|line| {
+            let (start, end) = line.split('"').nth(1)?.split_once('-')?;
+            let hex = |bound: &str| u128::from_str_radix(bound.strip_prefix("0x")?, 16).ok();
+            Some(bucket(hex(start)?)..bucket(hex(end)?))
+        })
+        .flatten()
+        .collect()
 }
 
 /// No object's writes alternate between replicas: one writer, then at most one handover.

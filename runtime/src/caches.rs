@@ -373,7 +373,7 @@ pub(crate) fn watched<C: Child>(
     let namespace = watching.namespace.map(str::to_owned);
     let controller = watching.controller;
     let label = format!("{MANAGED_BY}={}", ctx.manager);
-    let (children, mut writer) = reflector::store();
+    let (children, mut writer) = reflector::store::<watch::Packed<C>>();
     let kind = C::kind(&()).into_owned();
     let failed = {
         let (errors, kind) = (errors.clone(), kind.clone());
@@ -389,6 +389,14 @@ pub(crate) fn watched<C: Child>(
     let names_filled = filled.clone();
     let index = Owners::default();
     let indexed = index.clone();
+    let cached = {
+        let children = children.clone();
+        Box::new(move |test: &dyn Fn(&C) -> bool| {
+            let decoded = children.state().into_iter();
+            let decoded = decoded.filter_map(|child| serde_json::from_str::<C>(child.json()).ok());
+            decoded.filter(|child| test(child)).collect()
+        })
+    };
     let children_task = shards::watch::streaming(
         ctx.shards.as_ref(),
         Key::OwnerUid,
@@ -398,6 +406,7 @@ pub(crate) fn watched<C: Child>(
             move |client| kinds::api::<C>(client, namespace.as_deref())
         },
         watcher::Config::default().labels(&label).any_semantic(),
+        cached,
     )
     .default_backoff()
     .modify(watch::slim)

@@ -336,12 +336,20 @@ pub async fn run<R: Reconcile>(
     let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
     let references: Vec<_> = indexes.iter().flatten().cloned().collect();
     let namespace = ctx.namespace.clone();
+    let cached = {
+        let store = store.clone();
+        Box::new(move |test: &dyn Fn(&R::Kind) -> bool| {
+            let objects = store.state().into_iter().filter(|object| test(object));
+            objects.map(|object| (*object).clone()).collect()
+        })
+    };
     let events = shards::watch::streaming(
         ctx.shards.as_ref(),
         SHARD_KEY,
         &ctx.client,
         move |client| kinds::api::<R::Kind>(client, namespace.as_deref()),
         setup.selector.config(),
+        cached,
     )
     .default_backoff()
     .modify(watch::slim)

@@ -23,6 +23,7 @@
 
 pub(crate) mod assign;
 pub(crate) mod coordinate;
+pub(crate) mod follow;
 pub(crate) mod hash;
 pub(crate) mod selector;
 pub(crate) mod watch;
@@ -99,7 +100,7 @@ pub struct Shards {
 #[derive(Debug)]
 struct Inner {
     state: Mutex<State>,
-    /// What the watches follow: they restart, with the new ranges, when it changes.
+    /// What the watches follow: a bucket gained is listed, one given up leaves the caches.
     held: tokio::sync::watch::Sender<Held>,
     /// Per bucket, how many times this replica gained it: part of what triggers a reconcile,
     /// so that every object of a bucket taken over is reconciled once by its new holder even
@@ -200,7 +201,7 @@ impl Shards {
     }
 
     /// `bucket` stays. If it was being given up, the objects whose reconciles were turned away
-    /// meanwhile are reconciled again: a new epoch, and the watches list again.
+    /// meanwhile are reconciled again: a new epoch, and the caches apply its objects again.
     pub(crate) fn keep(&self, bucket: usize) {
         let was_releasing = std::mem::take(&mut lock(&self.inner.state).releasing[bucket]);
         if was_releasing {
@@ -285,7 +286,7 @@ mod tests {
         );
         assert!(
             watches.has_changed().unwrap_or(false),
-            "the watches list again"
+            "the caches hear of it"
         );
         assert!(shards.enter(3).is_some());
         shards.hold([false; BUCKETS]);
