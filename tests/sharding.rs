@@ -146,6 +146,21 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     drop(killed); // SIGKILL, as a node that vanished
     let at_kill = audit_lines(&plane);
     let killed_at = Instant::now();
+    // Its buckets are taken over once its Lease expires (4 s), in a few coordination rounds
+    // (1 s each): a bound for liveness, far above that, not a speed goal.
+    support::eventually_within(
+        Duration::from_secs(30),
+        "the survivors hold every bucket",
+        &|| logs(&managers),
+        || {
+            let held: f64 = managers.iter().map(held_buckets).sum::<Option<f64>>()?;
+            (held == 64.0).then_some(())
+        },
+    );
+    eprintln!(
+        "{test}: buckets taken over {:?} after the kill",
+        killed_at.elapsed()
+    );
     apply_blogs(&plane, blogs, "two");
     converged(&plane, blogs, "two", &|| logs(&managers));
     let took_over = killed_at.elapsed();

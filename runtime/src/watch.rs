@@ -184,6 +184,30 @@ where
     }
 }
 
+/// A cache of children or names (objects packed) that has had its first list, of `objects`.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn store_of<K>(objects: Vec<K>) -> Store<Packed<K>>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + 'static,
+{
+    let (store, mut writer) = kube::runtime::reflector::store();
+    fill(&mut writer, objects);
+    store
+}
+
+/// Gives `writer`'s cache its first list: `objects`, packed as the manager packs them.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn fill<K>(writer: &mut Writer<Packed<K>>, objects: Vec<K>)
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + 'static,
+{
+    store_packed(writer, &Event::Init);
+    for object in objects {
+        store_packed(writer, &Event::InitApply(object));
+    }
+    store_packed(writer, &Event::InitDone);
+}
+
 /// The objects `events` applied to `store`, as [`kube::runtime::WatchStreamExt::applied_objects`]
 /// gives them, except that the objects of a list come once the list is complete, and only if
 /// `wanted()` then. kube's store takes a list's objects at its end, and a controller reads the

@@ -49,6 +49,7 @@ mod desired;
 mod finalizer;
 mod priority;
 mod report;
+mod run;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -59,18 +60,10 @@ use std::{
     time::Duration,
 };
 
-use futures::{StreamExt, TryStreamExt, future::BoxFuture};
 use kube::{
     Api, Resource, ResourceExt,
-    runtime::{
-        WatchStreamExt,
-        controller::{self, Action, Controller},
-        events::EventType,
-        reflector, watcher,
-    },
+    runtime::{controller::Action, events::EventType},
 };
-use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
 
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use apply::as_applied;
@@ -78,20 +71,18 @@ pub(crate) use apply::as_applied;
 use apply::{hand_over_created_fields, is_applied};
 
 pub use desired::Desired;
+pub use run::{run, start};
 pub use setup::{Setup, Watch};
 
 use crate::{
     Context, Error, Result,
     backoff::Backoff,
-    caches::{Watching, owner_ref},
     children::{Caches, Children, Lookups, Observed},
     kinds::{self, Child},
     lock,
     metrics::{Outcome, queue_key},
     recent::Recent,
     shards,
-    sync::WatchErrors,
-    watch,
 };
 pub use crate::{
     context::RESYNC,
@@ -304,267 +295,6 @@ impl<R: Reconcile> Shared<R> {
             self.backoff.forget(&uid);
             lock(&self.written).remove(&uid);
             lock(&self.own_written).remove(&uid);
-        }
-    }
-}
-
-/// The entry point of `R`'s controller, to list in a project's `CONTROLLERS`
-/// (`kopgen_runtime::reconciler::start::<BlogReconciler>`).
-pub fn start<R: Reconcile + Default>(
-    ctx: Arc<Context>,
-    shutdown: CancellationToken,
-) -> BoxFuture<'static, Result<()>> {
-    Box::pin(run(R::default(), ctx, shutdown))
-}
-
-/// Runs `reconciler`'s controller until `shutdown`, then drains in-flight reconciles. Fails if
-/// its caches are not filled within the cache sync timeout (a CRD not installed, a watch RBAC
-/// forbids). The manager bounds the drain ([`crate::Manager::run_controllers`]).
-pub async fn run<R: Reconcile>(
-    reconciler: R,
-    ctx: Arc<Context>,
-    shutdown: CancellationToken,
-) -> Result<()> {
-    let setup = reconciler.setup();
-    let (store, writer) = reflector::store();
-    let errors = WatchErrors::default();
-    // Whether the kind's cache had its first list, kept apart from the store's own readiness,
-    // which wakes only the last of several waiters (kube-runtime's controller waits on it).
-    let (listed, mut first_list) = tokio::sync::watch::channel(false);
-    // The indexes of what each object references, for the watches that map through them:
-    // kept from every event of the kind, before any trigger filter.
-    let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
-    let references: Vec<_> = indexes.iter().flatten().cloned().collect();
-    let namespace = ctx.namespace.clone();
-    let cached = {
-        let store = store.clone();
-        Box::new(move |test: &dyn Fn(&R::Kind) -> bool| {
-            let objects = store.state().into_iter().filter(|object| test(object));
-            objects.map(|object| (*object).clone()).collect()
-        })
-    };
-    let events = shards::watch::streaming(
-        ctx.shards.as_ref(),
-        SHARD_KEY,
-        &ctx.client,
-        move |client| kinds::api::<R::Kind>(client, namespace.as_deref()),
-        setup.selector.config(),
-        cached,
-    )
-    .default_backoff()
-    .modify(watch::slim)
-    .inspect_ok(move |event| {
-        for index in &references {
-            index.apply(event);
-        }
-        if matches!(event, watcher::Event::InitDone) {
-            listed.send_replace(true);
-        }
-    })
-    .reflect(writer)
-    .inspect_ok({
-        let (metrics, store) = (ctx.metrics.clone(), store.clone());
-        move |event| {
-            if watch::settled(event) {
-                metrics.cached(R::NAME, &R::Kind::kind(&()), "objects", store.len());
-            }
-        }
-    });
-    // A standby's lists trigger nothing: when it starts to lead, what changed meanwhile is
-    // queued already and goes first; every object follows (`catch_up`). With shards, each
-    // bucket gained is listed and triggered anew instead.
-    let standby = ctx.shards.is_none() && !ctx.leadership.is_leading();
-    let catch_up = {
-        let (leadership, store, metrics) =
-            (ctx.leadership.clone(), store.clone(), ctx.metrics.clone());
-        futures::stream::once(async move {
-            leadership.leading().await;
-            store.state()
-        })
-        .filter(move |_| std::future::ready(standby))
-        .flat_map(futures::stream::iter)
-        .map(move |object| {
-            metrics.queued(
-                R::NAME,
-                &queue_key(object.namespace().as_deref(), &object.name_any()),
-            );
-            reflector::ObjectRef::from_obj(&*object)
-        })
-    };
-    let leadership = ctx.leadership.clone();
-    let events = watch::applied_when_cached(events, store.clone(), move || {
-        !standby || leadership.is_leading()
-    });
-    let metrics = ctx.metrics.clone();
-    let concurrency = setup.concurrency.unwrap_or(ctx.concurrency);
-    metrics.controller_started(R::NAME, concurrency);
-    let triggers = if R::OWNS_STATUS {
-        // Status writes (this controller's own included) change none of what triggers. With
-        // shards, a bucket gained anew changes it too: its objects are reconciled by their new
-        // holder, even those this replica had seen before.
-        let (trigger, shards) = (setup.trigger_key(), ctx.shards.clone());
-        let trigger = move |object: &R::Kind| {
-            let epoch = shards
-                .as_ref()
-                .map_or(0, |s| s.epoch(SHARD_KEY.bucket(object)));
-            trigger(object).map(|key| key ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        };
-        events.predicate_filter(trigger, Default::default()).boxed()
-    } else {
-        events.boxed()
-    };
-    let triggers = {
-        let metrics = metrics.clone();
-        triggers.inspect_ok(move |object| {
-            metrics.queued(
-                R::NAME,
-                &queue_key(object.namespace().as_deref(), &object.name_any()),
-            )
-        })
-    };
-    // Children live where the manager watches, whatever the owner's scope.
-    let watching = Watching {
-        namespace: ctx.namespace.as_deref(),
-        controller: R::NAME,
-    };
-    let watched = Caches::watch(R::Children::kinds(), &ctx, &watching, &errors);
-    let mut caches = Caches { kinds: Vec::new() };
-    let mut owners = Vec::new();
-    let mut tasks = Vec::new();
-    for kind in watched {
-        caches.kinds.extend(kind.caches.kinds);
-        owners.push(kind.owners);
-        tasks.extend(kind.tasks);
-    }
-    let owners = futures::stream::select_all(owners)
-        .filter_map(|owner| std::future::ready(owner_ref::<R::Kind>(owner)))
-        .boxed();
-    // The other kinds it watches, each mapped to the objects to reconcile.
-    let mut lookups = Lookups::default();
-    let mut mapped = vec![owners];
-    let mut filled = Vec::new();
-    for (watch, index) in setup.watches.iter().zip(indexes) {
-        let (started, triggers) = watch.start(&ctx, errors.clone(), index, store.clone());
-        lookups.insert(watch.type_id, started.store);
-        tasks.push(started.task);
-        filled.push(started.filled);
-        mapped.push(triggers);
-    }
-    // The caches' watches stop with the controller.
-    let _tasks = AbortOnDrop(tasks);
-    let mapped = {
-        let metrics = metrics.clone();
-        futures::stream::select_all(mapped).inspect(move |object| {
-            let key = queue_key(object.namespace.as_deref(), &object.name);
-            metrics.queued(R::NAME, &key)
-        })
-    };
-    let shared = Arc::new(Shared::new(
-        Arc::new(reconciler),
-        ctx.clone(),
-        caches,
-        lookups,
-    ));
-    let synced = {
-        let shared = shared.clone();
-        async move {
-            first_list
-                .wait_for(|listed| *listed)
-                .await
-                .map_err(|_| ())?;
-            for mut filled in filled {
-                filled.wait_for(|filled| *filled).await.map_err(|_| ())?;
-            }
-            shared.caches.filled_once().await.map_err(|_| ())
-        }
-    };
-    let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
-    let config = controller::Config::default().concurrency(concurrency);
-    let period = setup.resync.unwrap_or(ctx.timeouts.resync);
-    let room = usize::from(concurrency);
-    let depth = {
-        let metrics = metrics.clone();
-        move || metrics.depth(R::NAME)
-    };
-    let resync = {
-        let (store, metrics, depth) = (store.clone(), metrics.clone(), depth.clone());
-        priority::ticks(period).flat_map(move |()| {
-            let metrics = metrics.clone();
-            let objects = futures::stream::iter(store.state());
-            priority::behind_new_work(objects, room, depth.clone()).map(move |object| {
-                let key = queue_key(object.namespace().as_deref(), &object.name_any());
-                metrics.queued(R::NAME, &key);
-                reflector::ObjectRef::from_obj(&*object)
-            })
-        })
-    };
-    // A failed reconcile's retry, once its backoff delay is over, also waits for room.
-    let (retries, retried) = priority::Retries::new(room, depth);
-    let error_policy = move |object: Arc<R::Kind>, error: &Error, shared: Arc<Shared<R>>| {
-        let metrics = &shared.ctx.metrics;
-        let delay = (shared.backoff).retry_delay(R::NAME, &*object, error, metrics);
-        if let Some(delay) = delay {
-            let key = queue_key(object.namespace().as_deref(), &object.name_any());
-            metrics.requeued(R::NAME, &key, std::time::Instant::now() + delay, true);
-            retries.send(reflector::ObjectRef::from_obj(&*object), delay);
-        }
-        Action::await_change()
-    };
-    let controller = Controller::for_stream(triggers, store)
-        .reconcile_on(mapped)
-        .reconcile_on(catch_up)
-        .reconcile_on(resync)
-        .reconcile_on(retried)
-        .with_config(config)
-        .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile::<R>, error_policy, shared)
-        .for_each(|result| {
-            let errors = errors.clone();
-            let metrics = metrics.clone();
-            async move {
-                match result {
-                    Ok((object, _)) => debug!(%object, "reconciled"),
-                    // Logged once, by `error_policy`.
-                    Err(controller::Error::ReconcilerFailed(..)) => {}
-                    Err(controller::Error::ObjectNotFound(object)) => {
-                        metrics.forget(
-                            R::NAME,
-                            &queue_key(object.namespace.as_deref(), &object.name),
-                        );
-                        debug!(%object, "deleted before its reconcile")
-                    }
-                    Err(error) => {
-                        warn!(
-                            controller = R::NAME,
-                            %error,
-                            "watch failed: is the CRD installed, may the manager list and watch?"
-                        );
-                        errors.record(error.to_string());
-                    }
-                }
-            }
-        });
-    // Runs until shutdown; a sync that fails (times out) ends it early.
-    tokio::pin!(controller);
-    tokio::select! {
-        () = &mut controller => Ok(()),
-        synced = sync => match synced {
-            Ok(()) => {
-                controller.await;
-                Ok(())
-            }
-            Err(error) => Err(error),
-        },
-    }
-}
-
-/// Tasks aborted when this is dropped.
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
         }
     }
 }

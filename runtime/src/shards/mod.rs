@@ -3,9 +3,9 @@
 //!
 //! The hash space of one metadata field ([`Key`]) is cut into [`BUCKETS`] buckets. Each replica
 //! holds a Lease of its own (membership); every replica computes the same assignment of the
-//! buckets to the live members ([`assign`]); who holds a bucket is recorded in one more Lease,
+//! buckets to the live members (`assign`); who holds a bucket is recorded in one more Lease,
 //! changed only with the version read, so that no bucket ever has two holders
-//! ([`coordinate`]). A replica reconciles an object only while it holds the object's bucket,
+//! (`coordinate`). A replica reconciles an object only while it holds the object's bucket,
 //! and writes only while its membership Lease is current ([`crate::Leadership`], as a leader's
 //! writes are fenced); it gives a bucket up only once the reconciles of it in flight are over.
 //!

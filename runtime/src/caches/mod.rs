@@ -9,27 +9,28 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use futures::{FutureExt, StreamExt, TryStreamExt, future::BoxFuture, stream::BoxStream};
+mod fill;
+#[cfg(any(test, feature = "testing"))]
+mod filled;
+
+use futures::{FutureExt, StreamExt, future::BoxFuture, stream::BoxStream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{
     Resource, ResourceExt,
     api::ApiResource,
     core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, ObjectRef, Store},
-        watcher,
-    },
+    runtime::reflector::{ObjectRef, Store},
 };
 use serde_json::Value;
-use tracing::warn;
+
+#[cfg(test)]
+pub(crate) use filled::{owner_of, unfilled};
 
 use crate::{
     Context, Error, Result,
     index::Index,
-    kinds::{self, Child, KindScope, MANAGED_BY},
+    kinds::{Child, KindScope},
     lock,
-    shards::{self, Key},
     sync::WatchErrors,
     watch,
 };
@@ -89,10 +90,10 @@ impl ChildKind {
             #[cfg(any(test, feature = "testing"))]
             resource: ApiResource::erase::<C>(&()),
             #[cfg(any(test, feature = "testing"))]
-            namespaced: kinds::namespaced::<C>(),
-            watch: watched::<C>,
+            namespaced: crate::kinds::namespaced::<C>(),
+            watch: fill::watched::<C>,
             #[cfg(any(test, feature = "testing"))]
-            filled: filled::<C>,
+            filled: filled::filled::<C>,
         }
     }
 }
@@ -288,13 +289,6 @@ const CHILDREN: u8 = 1;
 /// The names cache had its first list.
 const NAMES: u8 = 2;
 
-/// Marks `cache` (one of [`CHILDREN`], [`NAMES`]) filled once an event says so.
-fn mark_filled<K>(filled: &tokio::sync::watch::Sender<u8>, cache: u8, event: &watcher::Event<K>) {
-    if matches!(event, watcher::Event::InitDone) {
-        filled.send_modify(|done| *done |= cache);
-    }
-}
-
 impl<C: Child> Cache for Typed<C> {
     fn child(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
         let Some(packed) = self.children.get(&store_key::<C>(namespace, name)) else {
@@ -364,195 +358,6 @@ pub(crate) fn is_controlled_by(object: &Value, uid: &str) -> bool {
     })
 }
 
-/// Watches children of kind `C` labelled as this manager's, and the names of the others.
-pub(crate) fn watched<C: Child>(
-    ctx: &Context,
-    watching: &Watching<'_>,
-    errors: WatchErrors,
-) -> Watched {
-    let namespace = watching.namespace.map(str::to_owned);
-    let controller = watching.controller;
-    let label = format!("{MANAGED_BY}={}", ctx.manager);
-    let (children, mut writer) = reflector::store::<watch::Packed<C>>();
-    let kind = C::kind(&()).into_owned();
-    let failed = {
-        let (errors, kind) = (errors.clone(), kind.clone());
-        move |error: &watcher::Error| {
-            warn!(%kind, %error, "watch failed: may the manager list and watch this kind?");
-            errors.record(format!("{kind}: {error}"));
-        }
-    };
-    let on_child_error = failed.clone();
-    let owners = Pending::default();
-    let (found, freed) = (owners.clone(), owners.clone());
-    let (filled, filled_rx) = tokio::sync::watch::channel(0);
-    let names_filled = filled.clone();
-    let index = Owners::default();
-    let indexed = index.clone();
-    let cached = {
-        let children = children.clone();
-        Box::new(move |test: &dyn Fn(&C) -> bool| {
-            let decoded = children.state().into_iter();
-            let decoded = decoded.filter_map(|child| serde_json::from_str::<C>(child.json()).ok());
-            decoded.filter(|child| test(child)).collect()
-        })
-    };
-    let children_task = shards::watch::streaming(
-        ctx.shards.as_ref(),
-        Key::OwnerUid,
-        &ctx.client,
-        {
-            let namespace = namespace.clone();
-            move |client| kinds::api::<C>(client, namespace.as_deref())
-        },
-        watcher::Config::default().labels(&label).any_semantic(),
-        cached,
-    )
-    .default_backoff()
-    .modify(watch::slim)
-    .inspect_ok(move |event| {
-        watch::store_packed(&mut writer, event);
-        lock(&indexed).apply(event, owner_entry::<C>);
-        mark_filled(&filled, CHILDREN, event);
-    })
-    .inspect_ok({
-        let (metrics, kind, store) = (ctx.metrics.clone(), kind.clone(), children.clone());
-        move |event| {
-            if watch::settled(event) {
-                metrics.cached(controller, &kind, "children", store.len());
-            }
-        }
-    })
-    .touched_objects()
-    .for_each(move |child: std::result::Result<C, watcher::Error>| {
-        match child {
-            Ok(child) => {
-                if let Some(owner) = owner(&child) {
-                    found.push(owner);
-                }
-            }
-            Err(error) => on_child_error(&error),
-        }
-        std::future::ready(())
-    });
-    // Names only (keys and owner references, no data) of the other objects of the kind: read
-    // before creating a child, so that none is taken over. An object that gains or loses the
-    // label moves between the two caches (the watches say so). When one that an owner waits
-    // for changes or goes away, that owner is looked at again.
-    let (names, mut names_writer) = reflector::store();
-    let waiting = Waiting::default();
-    let released = waiting.clone();
-    let others = format!("{MANAGED_BY}!={}", ctx.manager);
-    // Not sharded: any owner may ask for any name.
-    let names_task = watch::streaming(
-        <C::Scope as KindScope>::api::<PartialObjectMeta<C>>(
-            ctx.client.clone(),
-            namespace.as_deref(),
-        ),
-        watcher::Config::default().labels(&others).any_semantic(),
-    )
-    .default_backoff()
-    .modify(watch::names_only)
-    .inspect_ok(move |event| {
-        watch::store_packed(&mut names_writer, event);
-        mark_filled(&names_filled, NAMES, event);
-    })
-    .inspect_ok({
-        let (metrics, kind, store) = (ctx.metrics.clone(), kind.clone(), names.clone());
-        move |event| {
-            if watch::settled(event) {
-                metrics.cached(controller, &kind, "names", store.len());
-            }
-        }
-    })
-    .touched_objects()
-    .for_each(
-        move |object: std::result::Result<PartialObjectMeta<C>, watcher::Error>| {
-            match object {
-                Ok(object) => {
-                    let key = (object.namespace().unwrap_or_default(), object.name_any());
-                    for owner in release(&released, &key.0, &key.1).into_iter().flatten() {
-                        freed.push(owner);
-                    }
-                }
-                Err(error) => failed(&error),
-            }
-            std::future::ready(())
-        },
-    );
-    Watched {
-        caches: Caches {
-            kinds: vec![Cached {
-                type_id: TypeId::of::<C>(),
-                resource: ApiResource::erase::<C>(&()),
-                namespaced: kinds::namespaced::<C>(),
-                cache: Arc::new(Typed {
-                    children,
-                    names,
-                    filled: filled_rx,
-                    waiting,
-                    owners: index,
-                }),
-            }],
-        },
-        owners: owners.stream(),
-        tasks: vec![tokio::spawn(children_task), tokio::spawn(names_task)],
-    }
-}
-
-/// The `ObjectRef` of `child`'s controller owner, if that is an object of `K`.
-#[cfg(test)]
-pub(crate) fn owner_of<K, C: Child>(child: &C) -> Option<ObjectRef<K>>
-where
-    K: Resource<DynamicType = (), Scope: KindScope>,
-{
-    owner(child).and_then(owner_ref::<K>)
-}
-
-#[cfg(test)]
-type Writer<K> = reflector::store::Writer<watch::Packed<K>>;
-
-/// The names of other objects of kind `C`, as the names cache holds them.
-#[cfg(test)]
-type Names<C> = Vec<PartialObjectMeta<C>>;
-
-/// Caches of kind `C` that have not had their first list yet, for tests: the caches, and a
-/// function that gives each its first list (`children`, and `others` as names).
-#[cfg(test)]
-pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Names<C>)) {
-    let (children, mut writer): (_, Writer<C>) = reflector::store();
-    let (names, mut names_writer): (_, Writer<PartialObjectMeta<C>>) = reflector::store();
-    let (filled, filled_rx) = tokio::sync::watch::channel(0);
-    let owners = Owners::default();
-    let cache: Arc<dyn Cache> = Arc::new(Typed {
-        children,
-        names,
-        filled: filled_rx,
-        waiting: Waiting::default(),
-        owners: owners.clone(),
-    });
-    let caches = Caches {
-        kinds: vec![Cached {
-            type_id: TypeId::of::<C>(),
-            resource: ApiResource::erase::<C>(&()),
-            namespaced: kinds::namespaced::<C>(),
-            cache,
-        }],
-    };
-    let fill = move |children: Vec<C>, others: Vec<PartialObjectMeta<C>>| {
-        let mut index = lock(&owners);
-        for child in &children {
-            let (key, owner) = owner_entry(child);
-            index.set(key, owner);
-        }
-        drop(index);
-        crate::testing::fill(&mut writer, children);
-        crate::testing::fill(&mut names_writer, others);
-        filled.send_replace(CHILDREN | NAMES);
-    };
-    (caches, fill)
-}
-
 fn owner<C: Child>(child: &C) -> Option<Owner> {
     let reference = child
         .owner_references()
@@ -562,34 +367,6 @@ fn owner<C: Child>(child: &C) -> Option<Owner> {
     Some(Owner {
         reference,
         namespace: child.namespace(),
-    })
-}
-
-/// Caches of kind `C` that hold `children`, and the names of `others`, for tests.
-#[cfg(any(test, feature = "testing"))]
-pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<dyn Cache> {
-    use kube::core::PartialObjectMetaExt;
-    let decode =
-        |object: Value| -> C { serde_json::from_value(object).expect("an object of its kind") };
-    let children: Vec<C> = children.into_iter().map(decode).collect();
-    let names: Vec<PartialObjectMeta<C>> = (others.into_iter())
-        .map(|other| {
-            let mut meta = decode(other).meta().clone().into_request_partial::<C>();
-            watch::names_only(&mut meta);
-            meta
-        })
-        .collect();
-    let owners = Owners::default();
-    for child in &children {
-        let (key, owner) = owner_entry(child);
-        lock(&owners).set(key, owner);
-    }
-    Arc::new(Typed {
-        children: crate::testing::store_of(children),
-        names: crate::testing::store_of(names),
-        filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
-        waiting: Waiting::default(),
-        owners,
     })
 }
 
@@ -617,5 +394,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "caches_tests.rs"]
 mod tests;

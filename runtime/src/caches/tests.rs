@@ -7,8 +7,8 @@ use super::*;
 #[test]
 fn an_owner_waiting_for_a_name_is_released_when_its_holder_changes() {
     let cache = Typed::<ConfigMap> {
-        children: crate::testing::store_of(Vec::new()),
-        names: crate::testing::store_of(Vec::new()),
+        children: watch::store_of(Vec::new()),
+        names: watch::store_of(Vec::new()),
         filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
         waiting: Waiting::default(),
         owners: Owners::default(),
@@ -45,7 +45,7 @@ fn the_names_cache_keeps_keys_and_owners_only() {
     meta.annotations = Some([("big".into(), "x".repeat(100_000))].into());
     meta.labels = Some([("a".into(), "b".into())].into());
     meta.owner_references = Some(vec![OwnerReference::default()]);
-    let cache = filled::<ConfigMap>(
+    let cache = filled::filled::<ConfigMap>(
         Vec::new(),
         vec![serde_json::to_value(&other).expect("json")],
     );
