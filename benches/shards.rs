@@ -6,8 +6,9 @@
 //! count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd and
 //! kube-apiserver, starts the replicas, creates the objects at once and measures:
 //! - the time until every object is Ready at its generation;
-//! - per replica, the peak and steady resident memory and the CPU seconds (the largest of the
-//!   replicas: the figure a pod's requests and limits are set by);
+//! - per replica, the peak and steady resident memory, how much of it is anonymous (its own,
+//!   not its executable's pages), and the CPU seconds (the largest of the replicas: the figure
+//!   a pod's requests and limits are set by);
 //! - failover: one replica is killed (SIGKILL) and an object it reconciles is changed at once;
 //!   the time from the kill until that change is reconciled (the first write of it or its child
 //!   after the kill, from the API server's audit log), and from when a survivor took the work
@@ -34,7 +35,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use common::{ReadyWatch, assets, build_kopgen_operator, install, kubectl, usage};
+use common::{ReadyWatch, anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage};
 use control_plane::{ControlPlane, Options, free_port};
 
 const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
@@ -74,6 +75,7 @@ struct Figures {
     ready_after: Duration,
     peak_rss_kib: u64,
     steady_rss_kib: u64,
+    steady_anonymous_kib: u64,
     cpu: Duration,
     kill_to_reconciled: Duration,
     taken_to_reconciled: Duration,
@@ -89,8 +91,8 @@ fn main() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let (binary, crds) = build_kopgen_operator(scratch.path());
     let mut table = String::from(
-        "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | CPU per replica (s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | of it anonymous (MiB) | CPU per replica (s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for &count in &counts {
         for mode in [Mode::One, Mode::Standby, Mode::Shards(2), Mode::Shards(3)] {
@@ -98,12 +100,13 @@ fn main() {
             let mib = |kib: u64| kib as f64 / 1024.0;
             let _ = writeln!(
                 table,
-                "| {} | {count} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |",
+                "| {} | {count} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |",
                 mode.name(),
                 mode.replicas(),
                 f.ready_after.as_secs_f64(),
                 mib(f.peak_rss_kib),
                 mib(f.steady_rss_kib),
+                mib(f.steady_anonymous_kib),
                 f.cpu.as_secs_f64(),
                 f.kill_to_reconciled.as_secs_f64(),
                 f.taken_to_reconciled.as_secs_f64(),
@@ -206,6 +209,8 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
         let (hwm, rss, cpu) = usage(replica.id());
         figures.peak_rss_kib = figures.peak_rss_kib.max(hwm.max(peak));
         figures.steady_rss_kib = figures.steady_rss_kib.max(rss);
+        let anonymous = anonymous_kib(replica.id());
+        figures.steady_anonymous_kib = figures.steady_anonymous_kib.max(anonymous);
         figures.cpu = figures.cpu.max(cpu);
     }
 

@@ -143,6 +143,21 @@ pub fn usage(pid: u32) -> (u64, u64, Duration) {
     (kib("VmHWM:"), kib("VmRSS:"), clock_ticks(ticks))
 }
 
+/// The resident memory of `pid` that is its own (`RssAnon`, KiB): its RSS without the pages of
+/// files it maps, most of them its executable's code, which every replica on a node shares
+/// through the page cache and the kernel can drop and read again.
+#[allow(
+    dead_code,
+    reason = "the shards bench reports it, the operators bench does not"
+)]
+pub fn anonymous_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
 pub fn clock_ticks(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 10)
