@@ -2,12 +2,18 @@
 //! plane, with the API server filtering their watches (`ShardedListAndWatch` on) and without
 //! (each replica filters its events itself): every Blog (with two ConfigMaps as children)
 //! reaches Ready at its generation, each replica caches about a third of the Blogs and of their
-//! children, no object is written by two replicas in turn, a replica killed mid-run has its
-//! objects taken over and reconciled by one replica each (the survivors list only the buckets
-//! they gain), and when it comes back its share moves back to it. `KOPGEN_SHARDING_BLOGS=10000` runs it at the scale (900 by default, for
-//! CI's two cores).
+//! children, every write comes from the replica that held the object's bucket when the API
+//! server received it (by the owners record's versions in the audit log), a replica killed
+//! mid-run has its objects taken over and reconciled by one replica each (the survivors list
+//! only the buckets they gain), and when it comes back its share moves back to it.
+//! `KOPGEN_SHARDING_BLOGS=10000` runs it at the scale (900 by default, for CI's two
+//! cores).
 
 mod support;
+// The runtime's hash, to find which bucket a Blog falls in (its tests are the runtime's).
+#[allow(dead_code, unused_imports)]
+#[path = "../runtime/src/shards/hash.rs"]
+mod hash;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -127,6 +133,8 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     }
     let first = writers(&plane, 0, written);
     assert_one_writer_at_a_time(&first, "while all three ran");
+    let buckets = buckets_of_blogs(&plane);
+    assert_written_by_holders(&plane, &buckets, 0, written, "while all three ran");
     // The API server filters: children by their bucket's label always, the Blogs by
     // shardSelector where it can.
     let (blogs_filtered, children_filtered) = (
@@ -170,6 +178,8 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         "nothing is written as the killed replica"
     );
     assert_one_writer_at_a_time(&after_kill, "after the kill");
+    let killed_until = audit_lines(&plane);
+    assert_written_by_holders(&plane, &buckets, at_kill, killed_until, "after the kill");
     assert_eq!(after_kill.len(), blogs, "every Blog was reconciled again");
     eprintln!("{test}: {blogs} Blogs converged {took_over:?} after a replica was killed");
     // What the survivors listed to take over: only the buckets they gained, never again those
@@ -203,6 +213,14 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     converged(&plane, blogs, "three", &|| logs(&managers));
     let after_return = writers(&plane, at_return, audit_lines(&plane));
     assert_one_writer_at_a_time(&after_return, "after the return");
+    let returned_until = audit_lines(&plane);
+    assert_written_by_holders(
+        &plane,
+        &buckets,
+        killed_until,
+        returned_until,
+        "after the return",
+    );
     let returned: usize = after_return
         .values()
         .filter(|w| w.iter().any(|w| w == killed_name))
@@ -426,6 +444,106 @@ fn held_ranges(manager: &Manager) -> BTreeSet<usize> {
         })
         .flatten()
         .collect()
+}
+
+/// Each Blog's bucket, by its name.
+fn buckets_of_blogs(plane: &ControlPlane) -> BTreeMap<String, usize> {
+    (list(plane, "blogs").iter())
+        .map(|blog| {
+            let name = blog["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let uid = blog["metadata"]["uid"].as_str().unwrap_or_default();
+            (name, hash::bucket_of(hash::fnv1a(uid)))
+        })
+        .collect()
+}
+
+/// Who held each bucket from when: every change of the shards' owners record that the API
+/// server accepted, in the order it received them (the record changes only with the version
+/// read, so these are its versions in order).
+fn owners_records(log: &str) -> Vec<(String, Vec<String>)> {
+    let mut records: Vec<(String, Vec<String>)> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| {
+            let name = event["objectRef"]["name"].as_str().unwrap_or_default();
+            let ok = event["responseStatus"]["code"]
+                .as_u64()
+                .is_some_and(|c| c < 300);
+            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && ok
+        })
+        .filter_map(|event| {
+            let owners =
+                event["responseObject"]["metadata"]["annotations"]["kopgen.io/shard-owners"]
+                    .as_str()?;
+            let owners: Vec<String> = serde_json::from_str(owners).ok()?;
+            let received = event["requestReceivedTimestamp"].as_str()?.to_owned();
+            Some((received, owners))
+        })
+        .collect();
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    records
+}
+
+/// Every write of a Blog or its ConfigMaps in audit lines `from..to` came from the replica
+/// that held the Blog's bucket when the API server received it: the owners record last changed
+/// before then names it. A replica gives a bucket back only once its writes in it are answered,
+/// and another starts on it only once the record says it holds it, so a write outside its
+/// holder's window is one that two replicas could have made at once.
+fn assert_written_by_holders(
+    plane: &ControlPlane,
+    buckets: &BTreeMap<String, usize>,
+    from: usize,
+    to: usize,
+    when: &str,
+) {
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
+    let records = owners_records(&log);
+    assert!(
+        !records.is_empty(),
+        "{when}: no owners record in the audit log"
+    );
+    let mut checked = 0;
+    for line in log.lines().skip(from).take(to - from) {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(user) = event["impersonatedUser"]["username"].as_str() else {
+            continue;
+        };
+        let write =
+            ["create", "update", "patch", "delete"].contains(&event["verb"].as_str().unwrap_or(""));
+        let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
+        let ok = event["responseStatus"]["code"]
+            .as_u64()
+            .is_some_and(|c| c < 300);
+        let name = event["objectRef"]["name"].as_str().unwrap_or("");
+        let blog = name.strip_suffix("-copy").unwrap_or(name);
+        let (Some(bucket), Some(received)) = (
+            buckets.get(blog),
+            event["requestReceivedTimestamp"].as_str(),
+        ) else {
+            continue;
+        };
+        if !(write && ok && ["blogs", "configmaps"].contains(&resource)) {
+            continue;
+        }
+        let holder = records
+            .iter()
+            .take_while(|(at, _)| at.as_str() <= received)
+            .last()
+            .map(|(_, owners)| owners[*bucket].as_str());
+        assert_eq!(
+            holder,
+            Some(user),
+            "{when}: {user} wrote {resource}/{name} (bucket {bucket}) at {received}, held by {holder:?}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "{when}: no write checked");
 }
 
 /// No object's writes alternate between replicas: one writer, then at most one handover.

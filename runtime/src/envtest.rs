@@ -21,11 +21,16 @@ use std::{
 /// The binaries the control plane needs; `kube-controller-manager` only for garbage collection.
 const REQUIRED: [&str; 3] = ["etcd", "kube-apiserver", "kubectl"];
 
-/// Records who did what to which resource, once per request, without bodies.
+/// Records who did what to which resource, once per request, without bodies; Leases (small)
+/// with them, so that a test can follow who held what when (leader election, shards).
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: RequestResponse
+  resources:
+  - group: coordination.k8s.io
+    resources: [leases]
 - level: Metadata
 ";
 

@@ -205,7 +205,13 @@ fn objects<R: Reconcile>(
     })
 }
 
-/// A standby's every cached object, queued once when it starts to lead (nothing otherwise).
+/// How many objects of a catch-up are queued before the controller's task lets others run.
+const CATCH_UP_BATCH: usize = 64;
+
+/// A standby's every cached object, queued once when it starts to lead (nothing otherwise), a
+/// batch at a time: kube's scheduler takes every object a stream has ready in one go, and the
+/// write of the reconcile that was waiting for leadership (the change the failover is about)
+/// goes out only once the controller's task yields.
 fn catch_up<R: Reconcile>(
     ctx: &Context,
     store: &Store<R::Kind>,
@@ -218,6 +224,13 @@ fn catch_up<R: Reconcile>(
     })
     .filter(move |_| std::future::ready(standby))
     .flat_map(futures::stream::iter)
+    .enumerate()
+    .then(|(queued, object)| async move {
+        if queued % CATCH_UP_BATCH == CATCH_UP_BATCH - 1 {
+            tokio::task::yield_now().await;
+        }
+        object
+    })
     .map(move |object| {
         let key = queue_key(object.namespace().as_deref(), &object.name_any());
         metrics.queued(R::NAME, &key);
