@@ -254,7 +254,18 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
     }
     let reconciled = first_write(&plane, &changed, killed.1).expect("a write of the object");
     figures.kill_to_reconciled = reconciled.duration_since(killed.1).unwrap_or_default();
-    let taken = (0..=mode.replicas())
+    // From when the replica that reconciled the change took over: the leader, or the holder of
+    // the object's bucket now (the other survivor may have taken its share a round earlier).
+    let takers: Vec<usize> = match mode {
+        Mode::Shards(_) => {
+            let holder = owners(&plane)[bucket_of(&plane, &changed)].clone();
+            (0..mode.replicas())
+                .filter(|i| holder == format!("replica-{i}"))
+                .collect()
+        }
+        Mode::One | Mode::Standby => (0..=mode.replicas()).collect(),
+    };
+    let taken = (takers.into_iter())
         .filter_map(|i| taken_over(&log(i), killed.1))
         .min()
         .expect("a survivor took over");
@@ -285,6 +296,15 @@ fn write_objects(dir: &Path, count: usize) -> Vec<std::path::PathBuf> {
 
 /// The name of an object in a bucket `replica` holds, as the shards' Lease records.
 fn object_held_by(plane: &ControlPlane, replica: &str, count: usize) -> String {
+    let owners = owners(plane);
+    (0..count)
+        .map(|i| format!("blog-{i}"))
+        .find(|name| owners[bucket_of(plane, name)] == replica)
+        .expect("an object of the replica's")
+}
+
+/// Who holds each bucket, from the shards' owners record.
+fn owners(plane: &ControlPlane) -> Vec<String> {
     let lease = kubectl(
         plane,
         &[
@@ -298,28 +318,27 @@ fn object_held_by(plane: &ControlPlane, replica: &str, count: usize) -> String {
         ],
     );
     let lease: serde_json::Value = serde_json::from_str(&lease).expect("JSON");
-    let owners: Vec<String> = lease["metadata"]["annotations"]["kopgen.io/shard-owners"]
+    lease["metadata"]["annotations"]["kopgen.io/shard-owners"]
         .as_str()
         .and_then(|o| serde_json::from_str(o).ok())
-        .expect("the owners");
-    (0..count)
-        .map(|i| format!("blog-{i}"))
-        .find(|name| {
-            let uid = kubectl(
-                plane,
-                &[
-                    "get",
-                    "blogs.apps.example.com",
-                    name,
-                    "-n",
-                    "bench",
-                    "-o",
-                    "jsonpath={.metadata.uid}",
-                ],
-            );
-            owners[hash::bucket_of(hash::fnv1a(uid.trim()))] == replica
-        })
-        .expect("an object of the replica's")
+        .expect("the owners")
+}
+
+/// The bucket of the Blog `name`.
+fn bucket_of(plane: &ControlPlane, name: &str) -> usize {
+    let uid = kubectl(
+        plane,
+        &[
+            "get",
+            "blogs.apps.example.com",
+            name,
+            "-n",
+            "bench",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+    );
+    hash::bucket_of(hash::fnv1a(uid.trim()))
 }
 
 fn ready_at_generation(plane: &ControlPlane, name: &str) -> bool {
