@@ -177,12 +177,18 @@ where
         let again: Held = std::array::from_fn(|b| covered[b] && epochs[b] != self.epochs[b]);
         self.epochs = epochs;
         let key = self.key;
-        let gone = (self.cached)(&|object| lost[key.bucket(object)]);
-        self.out
-            .extend(gone.into_iter().map(|o| Ok(Event::Delete(o))));
-        let applied = (self.cached)(&|object| again[key.bucket(object)]);
-        self.out
-            .extend(applied.into_iter().map(|o| Ok(Event::Apply(o))));
+        // A read of the cache decodes what it holds (children are kept as JSON): only when
+        // some bucket asks for it.
+        if lost.contains(&true) {
+            let gone = (self.cached)(&|object| lost[key.bucket(object)]);
+            self.out
+                .extend(gone.into_iter().map(|o| Ok(Event::Delete(o))));
+        }
+        if again.contains(&true) {
+            let applied = (self.cached)(&|object| again[key.bucket(object)]);
+            self.out
+                .extend(applied.into_iter().map(|o| Ok(Event::Apply(o))));
+        }
         let gained: Held = std::array::from_fn(|b| held[b] && !covered[b]);
         if gained.contains(&true) {
             self.watch(gained);
