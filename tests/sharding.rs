@@ -323,33 +323,54 @@ fn audit_lines(plane: &ControlPlane) -> usize {
     log.iter().filter(|byte| **byte == b'\n').count()
 }
 
+/// A write of a Blog or its ConfigMaps by a replica that the API server accepted.
+struct Write {
+    /// The replica.
+    user: String,
+    /// The Blog written, or whose ConfigMap was.
+    blog: String,
+    /// What was written: `blogs/<name>` or `configmaps/<name>`.
+    object: String,
+    /// When the API server received it (RFC 3339, microseconds: ordered as text).
+    received: String,
+}
+
+/// The writes of Blogs and their ConfigMaps by replicas in audit lines `from..to`, in order.
+fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Vec<Write> {
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
+    let events = log.lines().skip(from).take(to - from);
+    events
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|event| {
+            let user = event["impersonatedUser"]["username"].as_str()?;
+            let verb = event["verb"].as_str().unwrap_or("");
+            let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
+            let ok = event["responseStatus"]["code"]
+                .as_u64()
+                .is_some_and(|c| c < 300);
+            let name = event["objectRef"]["name"].as_str().unwrap_or("");
+            let write = ["create", "update", "patch", "delete"].contains(&verb);
+            let ours = ["blogs", "configmaps"].contains(&resource) && name.starts_with("blog-");
+            (write && ok && ours).then(|| Write {
+                user: user.to_owned(),
+                blog: name.strip_suffix("-copy").unwrap_or(name).to_owned(),
+                object: format!("{resource}/{name}"),
+                received: event["requestReceivedTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// Per Blog, the replicas that wrote it or its ConfigMaps, in order, from audit lines
 /// `from..to` (the writes that succeeded).
 fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec<String>> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in log.lines().skip(from).take(to - from) {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let Some(user) = event["impersonatedUser"]["username"].as_str() else {
-            continue;
-        };
-        let write =
-            ["create", "update", "patch", "delete"].contains(&event["verb"].as_str().unwrap_or(""));
-        let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
-        let ok = event["responseStatus"]["code"]
-            .as_u64()
-            .is_some_and(|c| c < 300);
-        let name = event["objectRef"]["name"].as_str().unwrap_or("");
-        if write && ok && ["blogs", "configmaps"].contains(&resource) && name.starts_with("blog-") {
-            let blog = name.strip_suffix("-copy").unwrap_or(name);
-            writers
-                .entry(blog.to_owned())
-                .or_default()
-                .push(user.to_owned());
-        }
+    for write in replica_writes(plane, from, to) {
+        writers.entry(write.blog).or_default().push(write.user);
     }
     writers
 }
@@ -507,39 +528,22 @@ fn assert_written_by_holders(
         "{when}: no owners record in the audit log"
     );
     let mut checked = 0;
-    for line in log.lines().skip(from).take(to - from) {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
+    for write in replica_writes(plane, from, to) {
+        let Some(bucket) = buckets.get(&write.blog) else {
             continue;
         };
-        let Some(user) = event["impersonatedUser"]["username"].as_str() else {
-            continue;
-        };
-        let write =
-            ["create", "update", "patch", "delete"].contains(&event["verb"].as_str().unwrap_or(""));
-        let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
-        let ok = event["responseStatus"]["code"]
-            .as_u64()
-            .is_some_and(|c| c < 300);
-        let name = event["objectRef"]["name"].as_str().unwrap_or("");
-        let blog = name.strip_suffix("-copy").unwrap_or(name);
-        let (Some(bucket), Some(received)) = (
-            buckets.get(blog),
-            event["requestReceivedTimestamp"].as_str(),
-        ) else {
-            continue;
-        };
-        if !(write && ok && ["blogs", "configmaps"].contains(&resource)) {
-            continue;
-        }
         let holder = records
             .iter()
-            .take_while(|(at, _)| at.as_str() <= received)
+            .take_while(|(at, _)| *at <= write.received)
             .last()
             .map(|(_, owners)| owners[*bucket].as_str());
         assert_eq!(
             holder,
-            Some(user),
-            "{when}: {user} wrote {resource}/{name} (bucket {bucket}) at {received}, held by {holder:?}"
+            Some(write.user.as_str()),
+            "{when}: {} wrote {} (bucket {bucket}) at {}, held by {holder:?}",
+            write.user,
+            write.object,
+            write.received
         );
         checked += 1;
     }
