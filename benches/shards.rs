@@ -305,18 +305,7 @@ fn object_held_by(plane: &ControlPlane, replica: &str, count: usize) -> String {
 
 /// Who holds each bucket, from the shards' owners record.
 fn owners(plane: &ControlPlane) -> Vec<String> {
-    let lease = kubectl(
-        plane,
-        &[
-            "get",
-            "lease",
-            &format!("{LEASE}-shards"),
-            "-n",
-            "bench",
-            "-o",
-            "json",
-        ],
-    );
+    let lease = get(plane, "lease", &format!("{LEASE}-shards"), "json");
     let lease: serde_json::Value = serde_json::from_str(&lease).expect("JSON");
     lease["metadata"]["annotations"]["kopgen.io/shard-owners"]
         .as_str()
@@ -326,19 +315,18 @@ fn owners(plane: &ControlPlane) -> Vec<String> {
 
 /// The bucket of the Blog `name`.
 fn bucket_of(plane: &ControlPlane, name: &str) -> usize {
-    let uid = kubectl(
+    let uid = get(
         plane,
-        &[
-            "get",
-            "blogs.apps.example.com",
-            name,
-            "-n",
-            "bench",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ],
+        "blogs.apps.example.com",
+        name,
+        "jsonpath={.metadata.uid}",
     );
     hash::bucket_of(hash::fnv1a(uid.trim()))
+}
+
+/// `kubectl get <resource> <name> -o <output>` in the bench's namespace.
+fn get(plane: &ControlPlane, resource: &str, name: &str, output: &str) -> String {
+    kubectl(plane, &["get", resource, name, "-n", "bench", "-o", output])
 }
 
 fn ready_at_generation(plane: &ControlPlane, name: &str) -> bool {
