@@ -131,10 +131,10 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
             );
         }
     }
-    let first = writers(&plane, 0, written);
-    assert_one_writer_at_a_time(&first, "while all three ran");
+    let first = replica_writes(&plane, 0, written);
+    assert_one_writer_at_a_time(&writers(&first), "while all three ran");
     let buckets = buckets_of_blogs(&plane);
-    assert_written_by_holders(&plane, &buckets, 0, written, "while all three ran");
+    assert_written_by_holders(&plane, &buckets, &first, "while all three ran");
     // The API server filters: children by their bucket's label always, the Blogs by
     // shardSelector where it can.
     let (blogs_filtered, children_filtered) = (
@@ -177,14 +177,15 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     apply_blogs(&plane, blogs, "two");
     converged(&plane, blogs, "two", &|| logs(&managers));
     let took_over = killed_at.elapsed();
-    let after_kill = writers(&plane, at_kill, audit_lines(&plane));
+    let killed_until = audit_lines(&plane);
+    let after_kill_writes = replica_writes(&plane, at_kill, killed_until);
+    let after_kill = writers(&after_kill_writes);
     assert!(
         after_kill.values().flatten().all(|w| w != killed_name),
         "nothing is written as the killed replica"
     );
     assert_one_writer_at_a_time(&after_kill, "after the kill");
-    let killed_until = audit_lines(&plane);
-    assert_written_by_holders(&plane, &buckets, at_kill, killed_until, "after the kill");
+    assert_written_by_holders(&plane, &buckets, &after_kill_writes, "after the kill");
     assert_eq!(after_kill.len(), blogs, "every Blog was reconciled again");
     eprintln!("{test}: {blogs} Blogs converged {took_over:?} after a replica was killed");
     // What the survivors listed to take over: only the buckets they gained, never again those
@@ -221,16 +222,12 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     let at_return = audit_lines(&plane);
     apply_blogs(&plane, blogs, "three");
     converged(&plane, blogs, "three", &|| logs(&managers));
-    let after_return = writers(&plane, at_return, audit_lines(&plane));
-    assert_one_writer_at_a_time(&after_return, "after the return");
     let returned_until = audit_lines(&plane);
-    assert_written_by_holders(
-        &plane,
-        &buckets,
-        killed_until,
-        returned_until,
-        "after the return",
-    );
+    let after_return = writers(&replica_writes(&plane, at_return, returned_until));
+    assert_one_writer_at_a_time(&after_return, "after the return");
+    // From the end of the last phase: the return's handover is checked too.
+    let since_kill_phase = replica_writes(&plane, killed_until, returned_until);
+    assert_written_by_holders(&plane, &buckets, &since_kill_phase, "after the return");
     let returned: usize = after_return
         .values()
         .filter(|w| w.iter().any(|w| w == killed_name))
@@ -375,12 +372,12 @@ fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Vec<Write> {
         .collect()
 }
 
-/// Per Blog, the replicas that wrote it or its ConfigMaps, in order, from audit lines
-/// `from..to` (the writes that succeeded).
-fn writers(plane: &ControlPlane, from: usize, to: usize) -> BTreeMap<String, Vec<String>> {
+/// Per Blog, the replicas that wrote it or its ConfigMaps, in order.
+fn writers(writes: &[Write]) -> BTreeMap<String, Vec<String>> {
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for write in replica_writes(plane, from, to) {
-        writers.entry(write.blog).or_default().push(write.user);
+    for write in writes {
+        let blog = writers.entry(write.blog.clone()).or_default();
+        blog.push(write.user.clone());
     }
     writers
 }
@@ -518,7 +515,7 @@ fn owners_records(log: &str) -> Vec<(String, Vec<String>)> {
     records
 }
 
-/// Every write of a Blog or its ConfigMaps in audit lines `from..to` came from the replica
+/// Every write of `writes` came from the replica
 /// that held the Blog's bucket when the API server received it: the owners record last changed
 /// before then names it. A replica gives a bucket back only once its writes in it are answered,
 /// and another starts on it only once the record says it holds it, so a write outside its
@@ -526,8 +523,7 @@ fn owners_records(log: &str) -> Vec<(String, Vec<String>)> {
 fn assert_written_by_holders(
     plane: &ControlPlane,
     buckets: &BTreeMap<String, usize>,
-    from: usize,
-    to: usize,
+    writes: &[Write],
     when: &str,
 ) {
     let log = std::fs::read(plane.audit_log()).expect("the audit log");
@@ -538,15 +534,13 @@ fn assert_written_by_holders(
         "{when}: no owners record in the audit log"
     );
     let mut checked = 0;
-    for write in replica_writes(plane, from, to) {
+    for write in writes {
         let Some(bucket) = buckets.get(&write.blog) else {
             continue;
         };
-        let holder = records
-            .iter()
-            .take_while(|(at, _)| *at <= write.received)
-            .last()
-            .map(|(_, owners)| owners[*bucket].as_str());
+        // The records are sorted by when they were received: the last one before the write.
+        let before = records.partition_point(|(at, _)| *at <= write.received);
+        let holder = (before.checked_sub(1)).map(|last| records[last].1[*bucket].as_str());
         assert_eq!(
             holder,
             Some(write.user.as_str()),
