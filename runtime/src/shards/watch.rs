@@ -35,12 +35,12 @@ where
         return watch::streaming(api(client.clone()), config).boxed();
     };
     let client = client.clone();
-    let server_side = shards.clone();
+    let filtering = shards.clone();
     let start = move |buckets: &Held| -> Events<K> {
         let config = config.clone();
         let selector = key.field().and_then(|field| hash::selector(field, buckets));
         match (key, selector) {
-            (Key::Uid, Some(selector)) if server_side.server_side() => {
+            (Key::Uid, Some(selector)) if filtering.server_side() => {
                 debug!(%selector, "watching ranges");
                 watch::streaming(api(selector::client(&client, &selector)), config).boxed()
             }
