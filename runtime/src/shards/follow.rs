@@ -15,7 +15,8 @@
 //! buckets gained, or any watch listing again after it expired) reaches it as the `Apply` of
 //! each object listed, then the `Delete` of each object of its buckets that the list no longer
 //! has, as client-go's informers replace. How many watches a replica runs is bounded by its
-//! changes of buckets, and by [`BUCKETS`].
+//! changes of buckets, and by [`BUCKETS`]. A watch that ends (kube's never do: they retry) is
+//! started again for its buckets, so that no held bucket is ever left unwatched.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -75,8 +76,9 @@ where
                     changed.ok()?;
                     state.change();
                 }
-                Some((part, event)) = state.watches.next(), if watching => {
-                    state.receive(part, event);
+                Some((part, event)) = state.watches.next(), if watching => match event {
+                    Some(event) => state.receive(part, event),
+                    None => state.ended(part),
                 }
             }
         }
@@ -107,7 +109,8 @@ struct Following<K, S> {
     /// Starts a watch of some buckets.
     start: S,
     cached: Cached<K>,
-    watches: StreamMap<usize, Events<K>>,
+    /// Each watch's events, then `None` when it ends.
+    watches: StreamMap<usize, BoxStream<'static, Option<watcher::Result<Event<K>>>>>,
     parts: HashMap<usize, Part>,
     next: usize,
     /// Whether the cache had its first list: until then, a change starts it again.
@@ -143,7 +146,10 @@ where
     fn watch(&mut self, buckets: Held) {
         let part = self.next;
         self.next += 1;
-        self.watches.insert(part, (self.start)(&buckets));
+        let events = (self.start)(&buckets)
+            .map(Some)
+            .chain(futures::stream::once(async { None }));
+        self.watches.insert(part, events.boxed());
         let listed = None;
         self.parts.insert(part, Part { buckets, listed });
     }
@@ -192,6 +198,19 @@ where
         let gained: Held = std::array::from_fn(|b| held[b] && !covered[b]);
         if gained.contains(&true) {
             self.watch(gained);
+        }
+    }
+
+    /// Watches again the buckets of watch `part`, which ended: the first list from the start;
+    /// later, a watch of its buckets whose list replaces them as any later list does.
+    fn ended(&mut self, part: usize) {
+        let Some(Part { buckets, .. }) = self.parts.remove(&part) else {
+            return;
+        };
+        if !self.filled {
+            self.started = false;
+        } else if buckets.contains(&true) {
+            self.watch(buckets);
         }
     }
 

@@ -255,3 +255,41 @@ async fn a_replica_that_holds_nothing_is_filled_and_lists_what_it_gains() {
     list(&gained, &[&in_bucket("a", 7)]);
     assert_eq!(settle(&cluster, &mut events).await, ["apply a"]);
 }
+
+#[tokio::test]
+async fn a_watch_that_ends_is_started_again_for_its_buckets() {
+    let (shards, cluster) = (Shards::default(), Cluster::default());
+    shards.hold(holding(&[1, 2]));
+    let mut events = cluster.follow(&shards);
+    let (a, b) = (in_bucket("a", 1), in_bucket("b", 2));
+    settle(&cluster, &mut events).await;
+    list(&cluster.watch(0).1, &[&a, &b]);
+    settle(&cluster, &mut events).await;
+    shards.hold(holding(&[1]));
+    assert_eq!(settle(&cluster, &mut events).await, ["delete b"]);
+
+    // The watch ends: its one bucket still held is watched again, and what its list lacks goes.
+    cluster.watches.lock().expect("watches").clear();
+    assert!(settle(&cluster, &mut events).await.is_empty());
+    assert_eq!(cluster.started(), 1);
+    let (buckets, again) = cluster.watch(0);
+    assert_eq!(buckets, holding(&[1]), "only what is still held");
+    list(&again, &[]);
+    assert_eq!(settle(&cluster, &mut events).await, ["delete a"]);
+}
+
+#[tokio::test]
+async fn a_watch_that_ends_before_the_first_list_starts_it_again() {
+    let (shards, cluster) = (Shards::default(), Cluster::default());
+    shards.hold(holding(&[3]));
+    let mut events = cluster.follow(&shards);
+    settle(&cluster, &mut events).await;
+    cluster.watches.lock().expect("watches").clear();
+    settle(&cluster, &mut events).await;
+    assert_eq!(cluster.started(), 1);
+    list(&cluster.watch(0).1, &[&in_bucket("a", 3)]);
+    assert_eq!(
+        settle(&cluster, &mut events).await,
+        ["init", "list a", "listed"]
+    );
+}
