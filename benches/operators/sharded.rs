@@ -2,7 +2,7 @@
 //! replicas (`--shards=auto`), on a real control plane with the `ShardedListAndWatch` feature
 //! gate on, side by side.
 //!
-//! `cargo bench --bench shards` builds the scaffolded operator (release), then for each object
+//! `cargo bench --bench operators -- sharded` builds the scaffolded operator (release), then for each object
 //! count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd and
 //! kube-apiserver, starts the replicas, creates the objects at once and measures:
 //! - the time until every object is Ready at its generation;
@@ -18,12 +18,9 @@
 //!
 //! It prints a Markdown table; the figures go to docs/BENCHMARKS.md.
 
-mod common;
-#[path = "../runtime/src/envtest.rs"]
-mod control_plane;
 // The runtime's hash, to find an object a given replica holds (its tests are the runtime's).
 #[allow(dead_code, unused_imports)]
-#[path = "../runtime/src/shards/hash.rs"]
+#[path = "../../runtime/src/shards/hash.rs"]
 mod hash;
 
 use std::{
@@ -35,10 +32,12 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use common::{ReadyWatch, anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage};
-use control_plane::{ControlPlane, Options, free_port};
+use crate::MANAGER_USER;
+use crate::common::{
+    ReadyWatch, anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage,
+};
+use crate::control_plane::{ControlPlane, Options, free_port};
 
-const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
 /// The operator's Lease (`<project>.<domain>`), and the shards' Lease beside it.
 const LEASE: &str = "bench.example.com";
 
@@ -81,7 +80,8 @@ struct Figures {
     taken_to_reconciled: Duration,
 }
 
-fn main() {
+/// Runs every mode at each object count and prints the table.
+pub fn bench() {
     let counts: Vec<usize> = std::env::var("KOPGEN_BENCH_OBJECTS")
         .unwrap_or_else(|_| "10000".into())
         .split(',')
@@ -205,8 +205,20 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
         ready_after,
         ..Figures::default()
     };
-    for replica in &replicas {
+    let held = match mode {
+        Mode::Shards(_) => owners(&plane),
+        Mode::One | Mode::Standby => Vec::new(),
+    };
+    for (i, replica) in replicas.iter().enumerate() {
         let (hwm, rss, cpu) = usage(replica.id());
+        let name = format!("replica-{i}");
+        let buckets = held.iter().filter(|owner| **owner == name).count();
+        eprintln!(
+            "  {name}: CPU {:.2} s, RSS {} KiB (anonymous {} KiB), {buckets} buckets held",
+            cpu.as_secs_f64(),
+            rss,
+            anonymous_kib(replica.id()),
+        );
         figures.peak_rss_kib = figures.peak_rss_kib.max(hwm.max(peak));
         figures.steady_rss_kib = figures.steady_rss_kib.max(rss);
         let anonymous = anonymous_kib(replica.id());
