@@ -205,6 +205,8 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
         ready_after,
         ..Figures::default()
     };
+    // The replicas' requests until now, by verb and resource: what sharding adds.
+    eprint!("{}", crate::audit::breakdown(&plane, 0));
     let held = match mode {
         Mode::Shards(_) => owners(&plane),
         Mode::One | Mode::Standby => Vec::new(),
