@@ -207,10 +207,10 @@ where
         let Some(Part { buckets, .. }) = self.parts.remove(&part) else {
             return;
         };
-        if !self.filled {
-            self.started = false;
-        } else if buckets.contains(&true) {
+        if self.filled {
             self.watch(buckets);
+        } else {
+            self.started = false;
         }
     }
 
