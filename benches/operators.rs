@@ -81,11 +81,7 @@ fn main() {
         sharded::bench();
         return;
     }
-    let counts: Vec<usize> = std::env::var("KOPGEN_BENCH_OBJECTS")
-        .unwrap_or_else(|_| "1000,10000".into())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .collect();
+    let counts = object_counts("1000,10000");
     let assets = assets();
     let scratch = tempfile::tempdir().expect("tempdir");
     // `KOPGEN_BENCH_ONLY=kopgen` (or `kubebuilder`) runs one side, e.g. while tuning it.
@@ -161,6 +157,15 @@ fn main() {
         let _ = writeln!(table, "\nBoth managers reconcile {n} objects at once.");
     }
     println!("{table}");
+}
+
+/// The object counts to run at: `KOPGEN_BENCH_OBJECTS` (comma-separated), else `default`.
+fn object_counts(default: &str) -> Vec<usize> {
+    std::env::var("KOPGEN_BENCH_OBJECTS")
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect()
 }
 
 /// The table's figures: name, unit and decimals.

@@ -75,8 +75,8 @@ pub fn breakdown(plane: &ControlPlane, skip: usize) -> String {
             key = format!("{key}/{sub}");
         }
         let span = (
-            audit_time(&event, "requestReceivedTimestamp"),
-            audit_time(&event, "stageTimestamp"),
+            time_at(&event, "requestReceivedTimestamp"),
+            time_at(&event, "stageTimestamp"),
         );
         let latency = match span {
             (Some(start), Some(end)) => (end - start).as_seconds_f64() * 1000.0,
@@ -102,9 +102,10 @@ pub fn breakdown(plane: &ControlPlane, skip: usize) -> String {
     out
 }
 
-/// A timestamp of an audit event (`requestReceivedTimestamp`, `stageTimestamp`).
-fn audit_time(event: &serde_json::Value, key: &str) -> Option<time::OffsetDateTime> {
-    let text = event[key].as_str()?;
+/// The RFC 3339 time at `key` of a JSON record: an audit event's `requestReceivedTimestamp` or
+/// `stageTimestamp`, a manager's log line's `timestamp`.
+pub fn time_at(record: &serde_json::Value, key: &str) -> Option<time::OffsetDateTime> {
+    let text = record[key].as_str()?;
     time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
 }
 
@@ -118,7 +119,7 @@ pub fn timeline(plane: &ControlPlane) -> String {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let Some(at) = audit_time(&event, "requestReceivedTimestamp") else {
+        let Some(at) = time_at(&event, "requestReceivedTimestamp") else {
             continue;
         };
         let (verb, resource) = (&event["verb"], &event["objectRef"]["resource"]);

@@ -2,9 +2,9 @@
 //! replicas (`--shards=auto`), on a real control plane with the `ShardedListAndWatch` feature
 //! gate on, side by side.
 //!
-//! `cargo bench --bench operators -- sharded` builds the scaffolded operator (release), then for each object
-//! count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd and
-//! kube-apiserver, starts the replicas, creates the objects at once and measures:
+//! `cargo bench --bench operators -- sharded` builds the scaffolded operator (release), then for
+//! each object count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd
+//! and kube-apiserver, starts the replicas, creates the objects at once and measures:
 //! - the time until every object is Ready at its generation;
 //! - per replica, the peak and steady resident memory, how much of it is anonymous (its own,
 //!   not its executable's pages), and the CPU seconds (the largest of the replicas: the figure
@@ -33,6 +33,7 @@ use std::{
 };
 
 use crate::MANAGER_USER;
+use crate::audit::{breakdown, time_at};
 use crate::common::{
     ReadyWatch, anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage,
 };
@@ -82,11 +83,7 @@ struct Figures {
 
 /// Runs every mode at each object count and prints the table.
 pub fn bench() {
-    let counts: Vec<usize> = std::env::var("KOPGEN_BENCH_OBJECTS")
-        .unwrap_or_else(|_| "10000".into())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .collect();
+    let counts = crate::object_counts("10000");
     let assets = assets();
     let scratch = tempfile::tempdir().expect("tempdir");
     let (binary, crds) = build_kopgen_operator(scratch.path());
@@ -206,24 +203,22 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
         ..Figures::default()
     };
     // The replicas' requests until now, by verb and resource: what sharding adds.
-    eprint!("{}", crate::audit::breakdown(&plane, 0));
+    eprint!("{}", breakdown(&plane, 0));
     let held = match mode {
         Mode::Shards(_) => owners(&plane),
         Mode::One | Mode::Standby => Vec::new(),
     };
     for (i, replica) in replicas.iter().enumerate() {
         let (hwm, rss, cpu) = usage(replica.id());
+        let anonymous = anonymous_kib(replica.id());
         let name = format!("replica-{i}");
         let buckets = held.iter().filter(|owner| **owner == name).count();
         eprintln!(
-            "  {name}: CPU {:.2} s, RSS {} KiB (anonymous {} KiB), {buckets} buckets held",
+            "  {name}: CPU {:.2} s, RSS {rss} KiB (anonymous {anonymous} KiB), {buckets} buckets held",
             cpu.as_secs_f64(),
-            rss,
-            anonymous_kib(replica.id()),
         );
         figures.peak_rss_kib = figures.peak_rss_kib.max(hwm.max(peak));
         figures.steady_rss_kib = figures.steady_rss_kib.max(rss);
-        let anonymous = anonymous_kib(replica.id());
         figures.steady_anonymous_kib = figures.steady_anonymous_kib.max(anonymous);
         figures.cpu = figures.cpu.max(cpu);
     }
@@ -371,14 +366,9 @@ fn first_write(plane: &ControlPlane, name: &str, after: SystemTime) -> Option<Sy
         })
         .filter(|event| event["objectRef"]["name"] == name)
         .filter(|event| matches!(event["verb"].as_str(), Some("patch" | "create" | "update")))
-        .filter_map(|event| rfc3339(event["requestReceivedTimestamp"].as_str()?))
+        .filter_map(|event| time_at(&event, "requestReceivedTimestamp").map(SystemTime::from))
         .filter(|at| *at > after)
         .min()
-}
-
-fn rfc3339(text: &str) -> Option<SystemTime> {
-    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339);
-    Some(SystemTime::from(at.ok()?))
 }
 
 /// When, after `after`, the replica logging to `log` took the work over: won the Lease, or
@@ -391,6 +381,6 @@ fn taken_over(log: &Path, after: SystemTime) -> Option<SystemTime> {
             let message = line["fields"]["message"].as_str().unwrap_or_default();
             message.starts_with("became leader") || message.starts_with("holding new shards")
         })
-        .filter_map(|line| rfc3339(line["timestamp"].as_str()?))
+        .filter_map(|line| time_at(&line, "timestamp").map(SystemTime::from))
         .find(|at| *at > after)
 }
