@@ -2,13 +2,16 @@
 //! plane, with the API server filtering their watches (`ShardedListAndWatch` on) and without
 //! (each replica filters its events itself): every Blog (with two ConfigMaps as children)
 //! reaches Ready at its generation, each replica caches about a third of the Blogs and of their
-//! children, every write comes from the replica that held the object's bucket when the API
+//! children and watches only its share (the first too, which held every bucket until the
+//! others joined), every write comes from the replica that held the object's bucket when the API
 //! server received it (by the owners record's versions in the audit log), a replica killed
 //! mid-run has its objects taken over and reconciled by one replica each (the survivors list
 //! only the buckets they gain), and when it comes back its share moves back to it.
 //! `KOPGEN_SHARDING_BLOGS=10000` runs it at the scale (900 by default, for CI's two
 //! cores).
 
+#[path = "sharding/audit.rs"]
+mod audit;
 mod support;
 // The runtime's hash, to find which bucket a Blog falls in (its tests are the runtime's).
 #[allow(dead_code, unused_imports)]
@@ -21,6 +24,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use audit::{
+    assert_one_writer_at_a_time, assert_written_by_holders, audit_lines, bucket, listed,
+    open_watches, replica_writes, watched, writers,
+};
 use serde_json::Value;
 use support::blog::{Manager, deploy_edited_blog_project};
 use support::control_plane::{ControlPlane, Options};
@@ -98,19 +105,32 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         let dir = session.join("");
         Manager::start_with(&binary, &kubeconfigs[index], REPLICAS[index], &dir, &args)
     };
-    let mut managers: Vec<Manager> = (0..REPLICAS.len()).map(start).collect();
     let logs = |managers: &[Manager]| -> String {
         managers
             .iter()
             .map(|m| format!("--- {}\n{}", m.name, tail(&m.log())))
             .collect()
     };
+    // The first holds every bucket, its caches filled, before the others join: as they do, its
+    // watches must come to ask for its share only.
+    let mut managers = vec![start(0)];
+    wait(
+        "the first replica holds every bucket",
+        &|| logs(&managers),
+        || {
+            let first = &managers[0];
+            let filled = cached(first, "objects").is_some() && cached(first, "children").is_some();
+            (held_buckets(first) == Some(64.0) && filled).then_some(())
+        },
+    );
+    managers.extend((1..REPLICAS.len()).map(start));
     wait("the buckets are shared out", &|| logs(&managers), || {
         shared_out(&managers)
     });
     for manager in &managers {
         assert!(manager.log().contains(mode), "{}", manager.log());
     }
+    watching_held_buckets_only(&plane, &managers, feature_gates.is_some());
 
     // Every Blog becomes Ready; each replica caches a third of them and of their children.
     apply_blogs(&plane, blogs, "one");
@@ -237,7 +257,6 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         (third * 0.85..=third * 1.15).contains(&(returned as f64)),
         "the returned replica reconciled {returned} Blogs"
     );
-
     // A replica stopped as the kubelet stops it gives its share back and deletes its Lease:
     // the others need not wait for it to expire.
     let mut leaving = managers.remove(0);
@@ -258,6 +277,36 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         let held: f64 = managers.iter().map(held_buckets).sum::<Option<f64>>()?;
         (held == 64.0).then_some(())
     });
+}
+
+/// Every watch each replica has open of the Blogs (where the API server filters them) and of
+/// their children asks for the buckets it holds only: a watch that covered buckets given up
+/// since asks for fewer from then on (watched again from where it was, not listed), so the API
+/// server sends each replica its share alone. (Of the ConfigMaps, the children's watches: the
+/// names cache's, `managed-by!=`, is not sharded.)
+fn watching_held_buckets_only(plane: &ControlPlane, managers: &[Manager], server_side: bool) {
+    let mut watches = vec![("configmaps", "managed-by%3D")];
+    if server_side {
+        watches.push(("blogs", ""));
+    }
+    for manager in managers {
+        let held = held_ranges(manager);
+        for (resource, part) in &watches {
+            support::eventually_within(
+                Duration::from_secs(30),
+                &format!(
+                    "{}'s open watches of {resource} ask for its buckets only",
+                    manager.name
+                ),
+                &|| format!("{:?}", open_watches(plane, manager.name, resource, part)),
+                || {
+                    let open = open_watches(plane, manager.name, resource, part);
+                    let narrow = open.iter().all(|asked| asked.is_subset(&held));
+                    (!open.is_empty() && narrow).then_some(())
+                },
+            );
+        }
+    }
 }
 
 /// A user of the manager's RBAC of its own, so that the audit log tells the replicas apart.
@@ -324,140 +373,6 @@ fn list(plane: &ControlPlane, resource: &str) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 
-/// How many whole lines the audit log has now.
-fn audit_lines(plane: &ControlPlane) -> usize {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    log.iter().filter(|byte| **byte == b'\n').count()
-}
-
-/// A write of a Blog or its ConfigMaps by a replica that the API server accepted.
-struct Write {
-    /// The replica.
-    user: String,
-    /// The Blog written, or whose ConfigMap was.
-    blog: String,
-    /// What was written: `blogs/<name>` or `configmaps/<name>`.
-    object: String,
-    /// When the API server received it (RFC 3339, microseconds: ordered as text).
-    received: String,
-}
-
-/// The writes of Blogs and their ConfigMaps by replicas in audit lines `from..to`, in order.
-fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Vec<Write> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    let events = log.lines().skip(from).take(to - from);
-    events
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter_map(|event| {
-            let user = event["impersonatedUser"]["username"].as_str()?;
-            let verb = event["verb"].as_str().unwrap_or("");
-            let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
-            let ok = event["responseStatus"]["code"]
-                .as_u64()
-                .is_some_and(|c| c < 300);
-            let name = event["objectRef"]["name"].as_str().unwrap_or("");
-            let write = ["create", "update", "patch", "delete"].contains(&verb);
-            let ours = ["blogs", "configmaps"].contains(&resource) && name.starts_with("blog-");
-            (write && ok && ours).then(|| Write {
-                user: user.to_owned(),
-                blog: name.strip_suffix("-copy").unwrap_or(name).to_owned(),
-                object: format!("{resource}/{name}"),
-                received: event["requestReceivedTimestamp"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// Per Blog, the replicas that wrote it or its ConfigMaps, in order.
-fn writers(writes: &[Write]) -> BTreeMap<String, Vec<String>> {
-    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for write in writes {
-        let blog = writers.entry(write.blog.clone()).or_default();
-        blog.push(write.user.clone());
-    }
-    writers
-}
-
-/// Whether a replica's watch of `resource` asked for `parameter` (as the audit log writes it).
-fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> bool {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    log.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["impersonatedUser"]["username"].is_string())
-        .filter(|event| event["verb"] == "watch" && event["objectRef"]["resource"] == resource)
-        .any(|event| {
-            let uri = event["requestURI"].as_str().unwrap_or_default();
-            uri.contains(parameter)
-        })
-}
-
-/// The buckets of each list of `resource` that `user` asked for in audit lines `from..to`: a
-/// list, or a watch that starts with one (`sendInitialEvents`), by its `shardSelector` ranges
-/// or the buckets its label selector does not leave out.
-fn listed(
-    plane: &ControlPlane,
-    from: usize,
-    to: usize,
-    user: &str,
-    resource: &str,
-) -> Vec<BTreeSet<usize>> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    let mut requests = BTreeMap::new();
-    for line in log.lines().skip(from).take(to - from) {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let uri = event["requestURI"].as_str().unwrap_or_default();
-        let lists = event["verb"] == "list"
-            || (event["verb"] == "watch" && uri.contains("sendInitialEvents=true"));
-        if lists
-            && event["impersonatedUser"]["username"] == user
-            && event["objectRef"]["resource"] == resource
-        {
-            let id = event["auditID"].as_str().unwrap_or_default().to_owned();
-            requests.insert(id, buckets_asked(uri));
-        }
-    }
-    requests.into_values().collect()
-}
-
-/// The buckets a list's URI asks for: its `shardSelector` ranges, or those its label selector
-/// does not leave out (`kopgen.io/shard notin (…)`), or all.
-fn buckets_asked(uri: &str) -> BTreeSet<usize> {
-    let query = uri.split_once('?').map_or("", |(_, query)| query);
-    let mut buckets: BTreeSet<usize> = (0..64).collect();
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        if name == "shardSelector" {
-            let bounds: Vec<u128> = (value.split('\''))
-                .filter_map(|part| u128::from_str_radix(part.strip_prefix("0x")?, 16).ok())
-                .collect();
-            buckets = (bounds.chunks(2))
-                .flat_map(|range| bucket(range[0])..bucket(range[range.len() - 1]))
-                .collect();
-        }
-        if name == "labelSelector"
-            && let Some((_, notin)) = value.split_once("kopgen.io/shard notin (")
-        {
-            let others = notin.split(')').next().unwrap_or_default().split(',');
-            for other in others.filter_map(|b| b.trim().parse::<usize>().ok()) {
-                buckets.remove(&other);
-            }
-        }
-    }
-    buckets
-}
-
-/// The bucket a bound of the hash space starts.
-fn bucket(bound: u128) -> usize {
-    usize::try_from(bound >> 58).unwrap_or(64)
-}
-
 /// The buckets a replica holds, by the ranges it reports (`demo_shard_range`).
 fn held_ranges(manager: &Manager) -> BTreeSet<usize> {
     let (_, body) = http_get(manager.metrics, "/metrics").expect("metrics");
@@ -486,85 +401,6 @@ fn buckets_of_blogs(plane: &ControlPlane) -> BTreeMap<String, usize> {
             (name, hash::bucket_of(hash::fnv1a(uid)))
         })
         .collect()
-}
-
-/// Who held each bucket from when: every change of the shards' owners record that the API
-/// server accepted, in the order it received them (the record changes only with the version
-/// read, so these are its versions in order).
-fn owners_records(log: &str) -> Vec<(String, Vec<String>)> {
-    let mut records: Vec<(String, Vec<String>)> = log
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| {
-            let name = event["objectRef"]["name"].as_str().unwrap_or_default();
-            let ok = event["responseStatus"]["code"]
-                .as_u64()
-                .is_some_and(|c| c < 300);
-            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && ok
-        })
-        .filter_map(|event| {
-            let owners =
-                event["responseObject"]["metadata"]["annotations"]["kopgen.io/shard-owners"]
-                    .as_str()?;
-            let owners: Vec<String> = serde_json::from_str(owners).ok()?;
-            let received = event["requestReceivedTimestamp"].as_str()?.to_owned();
-            Some((received, owners))
-        })
-        .collect();
-    records.sort_by(|a, b| a.0.cmp(&b.0));
-    records
-}
-
-/// Every write of `writes` came from the replica
-/// that held the Blog's bucket when the API server received it: the owners record last changed
-/// before then names it. A replica gives a bucket back only once its writes in it are answered,
-/// and another starts on it only once the record says it holds it, so a write outside its
-/// holder's window is one that two replicas could have made at once.
-fn assert_written_by_holders(
-    plane: &ControlPlane,
-    buckets: &BTreeMap<String, usize>,
-    writes: &[Write],
-    when: &str,
-) {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    let records = owners_records(&log);
-    assert!(
-        !records.is_empty(),
-        "{when}: no owners record in the audit log"
-    );
-    let mut checked = 0;
-    for write in writes {
-        let Some(bucket) = buckets.get(&write.blog) else {
-            continue;
-        };
-        // The records are sorted by when they were received: the last one before the write.
-        let before = records.partition_point(|(at, _)| *at <= write.received);
-        let holder = (before.checked_sub(1)).map(|last| records[last].1[*bucket].as_str());
-        assert_eq!(
-            holder,
-            Some(write.user.as_str()),
-            "{when}: {} wrote {} (bucket {bucket}) at {}, held by {holder:?}",
-            write.user,
-            write.object,
-            write.received
-        );
-        checked += 1;
-    }
-    assert!(checked > 0, "{when}: no write checked");
-}
-
-/// No object's writes alternate between replicas: one writer, then at most one handover.
-fn assert_one_writer_at_a_time(writers: &BTreeMap<String, Vec<String>>, when: &str) {
-    for (object, writers) in writers {
-        let mut runs: Vec<&String> = writers.iter().collect();
-        runs.dedup();
-        let distinct: BTreeSet<&&String> = runs.iter().collect();
-        assert!(
-            runs.len() <= 2 && distinct.len() == runs.len(),
-            "{when}: {object} was written by {runs:?}"
-        );
-    }
 }
 
 /// A metric of the replica's `/metrics`: the sum of the series whose line contains `series`.

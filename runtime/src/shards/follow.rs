@@ -2,9 +2,10 @@
 //! them, so that a change of buckets lists only what moved:
 //! - a bucket gained is listed by a watch of its own (of all the buckets gained at that change);
 //! - a bucket given up leaves the cache at once (a `Delete` of each of its cached objects), and
-//!   the watch that brought it in keeps running for its other buckets, its events of the
-//!   bucket given up dropped here (the API server still sends them to it; a watch whose every
-//!   bucket is given up stops);
+//!   the watch that brought it in keeps running for its other buckets: it is told that it
+//!   covers fewer ([`Covered`]), so that it asks the API server for fewer from where it was,
+//!   without a list (`selector`), and its events of the bucket given up that were already on
+//!   their way are dropped here (a watch whose every bucket is given up stops);
 //! - a bucket kept after all, whose reconciles were turned away while it was being given up
 //!   (a new epoch), has its cached objects applied again, so that they are reconciled again,
 //!   without a list.
@@ -32,16 +33,20 @@ use super::{BUCKETS, Held, Key, Shards};
 /// The events of one watch, or of the cache they feed.
 pub(crate) type Events<K> = BoxStream<'static, watcher::Result<Event<K>>>;
 
+/// The buckets a watch covers, as it is told of them: they only ever shrink.
+pub(crate) type Covered = tokio::sync::watch::Receiver<Held>;
+
 /// The cached objects for which a test holds, decoded: how a bucket given up leaves the cache,
 /// and how a bucket kept after all is applied again.
 pub(crate) type Cached<K> = Box<dyn Fn(&dyn Fn(&K) -> bool) -> Vec<K> + Send>;
 
 /// The events that keep a cache of the objects (by `key`) in the buckets `shards` holds: `start`
-/// starts a watch of some buckets; `cached` reads the cache these events fill.
+/// starts a watch of the buckets it is given, which may shrink later; `cached` reads the cache
+/// these events fill.
 pub(crate) fn follow<K>(
     shards: Shards,
     key: Key,
-    start: impl Fn(&Held) -> Events<K> + Send + 'static,
+    start: impl Fn(&Covered) -> Events<K> + Send + 'static,
     cached: Cached<K>,
 ) -> Events<K>
 where
@@ -96,8 +101,9 @@ fn name_of<K: Resource>(object: &K) -> Name {
 
 /// What one watch covers.
 struct Part {
-    /// The buckets whose events it passes: those it was started with and still held.
-    buckets: Held,
+    /// The buckets whose events it passes, and that it asks for: those it was started with and
+    /// still held.
+    covered: tokio::sync::watch::Sender<Held>,
     /// The objects of the list it is receiving, if it is listing.
     listed: Option<HashSet<Name>>,
 }
@@ -125,7 +131,7 @@ struct Following<K, S> {
 impl<K, S> Following<K, S>
 where
     K: Resource + Send + 'static,
-    S: Fn(&Held) -> Events<K>,
+    S: Fn(&Covered) -> Events<K>,
 {
     /// Starts the first list, of every bucket held, again.
     fn restart(&mut self) {
@@ -146,12 +152,13 @@ where
     fn watch(&mut self, buckets: Held) {
         let part = self.next;
         self.next += 1;
-        let events = (self.start)(&buckets)
+        let (covered, told) = tokio::sync::watch::channel(buckets);
+        let events = (self.start)(&told)
             .map(Some)
             .chain(futures::stream::once(async { None }));
         self.watches.insert(part, events.boxed());
         let listed = None;
-        self.parts.insert(part, Part { buckets, listed });
+        self.parts.insert(part, Part { covered, listed });
     }
 
     /// Follows a change of the held buckets.
@@ -162,17 +169,22 @@ where
         }
         let held = *self.held.borrow_and_update();
         let (mut covered, mut lost) = ([false; BUCKETS], [false; BUCKETS]);
-        for part in self.parts.values_mut() {
-            for bucket in 0..BUCKETS {
-                if part.buckets[bucket] {
-                    covered[bucket] = held[bucket];
-                    lost[bucket] = !held[bucket];
-                    part.buckets[bucket] = held[bucket];
+        for part in self.parts.values() {
+            part.covered.send_if_modified(|buckets| {
+                let mut fewer = false;
+                for bucket in 0..BUCKETS {
+                    if buckets[bucket] {
+                        covered[bucket] = held[bucket];
+                        lost[bucket] = !held[bucket];
+                        buckets[bucket] = held[bucket];
+                        fewer |= !held[bucket];
+                    }
                 }
-            }
+                fewer
+            });
         }
         let ended: Vec<usize> = (self.parts.iter())
-            .filter(|(_, part)| !part.buckets.contains(&true))
+            .filter(|(_, part)| !part.covered.borrow().contains(&true))
             .map(|(&id, _)| id)
             .collect();
         for id in ended {
@@ -204,10 +216,11 @@ where
     /// Watches again the buckets of watch `part`, which ended: the first list from the start;
     /// later, a watch of its buckets whose list replaces them as any later list does.
     fn ended(&mut self, part: usize) {
-        let Some(Part { buckets, .. }) = self.parts.remove(&part) else {
+        let Some(Part { covered, .. }) = self.parts.remove(&part) else {
             return;
         };
         if self.filled {
+            let buckets = *covered.borrow();
             self.watch(buckets);
         } else {
             self.started = false;
@@ -216,9 +229,10 @@ where
 
     /// Passes on what watch `part` sent, if it is of the buckets the watch covers.
     fn receive(&mut self, part: usize, event: watcher::Result<Event<K>>) {
-        let Some(Part { buckets, listed }) = self.parts.get_mut(&part) else {
+        let Some(Part { covered, listed }) = self.parts.get_mut(&part) else {
             return;
         };
+        let buckets = *covered.borrow();
         let covers = |object: &K| buckets[self.key.bucket(object)];
         if !self.filled {
             // The first list: as it comes (one watch, started with every bucket held).
@@ -243,7 +257,6 @@ where
             }
             Ok(Event::InitDone) => {
                 let listed = listed.take().unwrap_or_default();
-                let buckets = *buckets;
                 let key = self.key;
                 let gone = (self.cached)(&|object| {
                     buckets[key.bucket(object)] && !listed.contains(&name_of(object))

@@ -12,13 +12,13 @@ use crate::shards::bucket_of_uid;
 
 type Sent = mpsc::UnboundedSender<watcher::Result<Event<ConfigMap>>>;
 
-/// A cache as kube's store keeps one (a list replaces it at its end), and the watches started,
-/// by the buckets each was started with.
+/// A cache as kube's store keeps one (a list replaces it at its end), and the watches started:
+/// the buckets each covers, as it was told of them.
 #[derive(Clone, Default)]
 struct Cluster {
     cache: Arc<Mutex<BTreeMap<String, ConfigMap>>>,
     listing: Arc<Mutex<Option<BTreeMap<String, ConfigMap>>>>,
-    watches: Arc<Mutex<Vec<(Held, Sent)>>>,
+    watches: Arc<Mutex<Vec<(Covered, Sent)>>>,
 }
 
 impl Cluster {
@@ -46,8 +46,11 @@ impl Cluster {
         self.cache.lock().expect("cache").keys().cloned().collect()
     }
 
+    /// The buckets watch `index` covers now, and its sender of events.
     fn watch(&self, index: usize) -> (Held, Sent) {
-        self.watches.lock().expect("watches")[index].clone()
+        let (covered, sent) = self.watches.lock().expect("watches")[index].clone();
+        let buckets = *covered.borrow();
+        (buckets, sent)
     }
 
     fn started(&self) -> usize {
@@ -56,9 +59,12 @@ impl Cluster {
 
     fn follow(&self, shards: &Shards) -> Events<ConfigMap> {
         let (watches, cache) = (self.watches.clone(), self.cache.clone());
-        let start = move |buckets: &Held| -> Events<ConfigMap> {
+        let start = move |covered: &Covered| -> Events<ConfigMap> {
             let (sent, received) = mpsc::unbounded();
-            watches.lock().expect("watches").push((*buckets, sent));
+            watches
+                .lock()
+                .expect("watches")
+                .push((covered.clone(), sent));
             received.boxed()
         };
         let cached: Cached<ConfigMap> = Box::new(move |test| {
@@ -149,6 +155,12 @@ async fn a_bucket_gained_is_listed_alone_and_one_given_up_leaves_the_cache() {
     shards.hold(holding(&[2, 3]));
     assert_eq!(settle(&cluster, &mut events).await, ["delete a"]);
     assert_eq!(cluster.started(), 2, "nothing listed again");
+    assert_eq!(
+        cluster.watch(0).0,
+        holding(&[2]),
+        "the watch is told it covers fewer: it asks the API server for fewer"
+    );
+    assert_eq!(cluster.watch(1).0, holding(&[3]));
     first
         .unbounded_send(Ok(Event::Apply(a.clone())))
         .expect("still watching bucket 2");

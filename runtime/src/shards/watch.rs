@@ -1,8 +1,8 @@
 //! The watches of a sharded cache: each of some held buckets, asking the API server for their
 //! ranges as its `shardSelector` (the reconciled kind, where the API server filters) or leaving
-//! the other buckets out by label (children); [`follow`] filters their events by bucket as well
-//! (where the API server does not filter, and for children without the label yet) and starts
-//! them as the held buckets change.
+//! the other buckets out by label (children), for fewer as it covers fewer (`selector`);
+//! [`follow`] filters their events by bucket as well (where the API server does not filter, and
+//! for children without the label yet) and starts them as the held buckets change.
 
 use std::fmt::Debug;
 
@@ -13,8 +13,8 @@ use tracing::debug;
 
 use super::{
     Held, Key, Shards,
-    follow::{Cached, Events, follow},
-    hash, selector,
+    follow::{Cached, Covered, Events, follow},
+    selector::{self, Asks},
 };
 use crate::watch;
 
@@ -36,62 +36,21 @@ where
     };
     let client = client.clone();
     let filtering = shards.clone();
-    let start = move |buckets: &Held| -> Events<K> {
-        let config = config.clone();
-        let selector = key.field().and_then(|field| hash::selector(field, buckets));
-        match (key, selector) {
-            (Key::Uid, Some(selector)) if filtering.server_side() => {
-                debug!(%selector, "watching ranges");
-                watch::streaming(api(selector::client(&client, &selector)), config).boxed()
-            }
-            (Key::Uid, _) => watch::streaming(api(client.clone()), config).boxed(),
+    let start = move |covered: &Covered| -> Events<K> {
+        let asks = match (key, key.field()) {
+            (Key::Uid, Some(field)) if filtering.server_side() => Asks::Ranges(field),
+            (Key::Uid, _) => return watch::streaming(api(client.clone()), config.clone()).boxed(),
             // Children: by their label, where they have it (see `SHARD_LABEL`).
-            (Key::OwnerUid, _) => {
-                let config = excluding_others(config, buckets);
-                watch::streaming(api(client.clone()), config).boxed()
-            }
-        }
+            (Key::OwnerUid, _) => Asks::Label,
+        };
+        debug!(?asks, buckets = ?held_list(&covered.borrow()), "watching buckets");
+        let client = selector::client(&client, asks, covered.clone());
+        watch::streaming(api(client), config.clone()).boxed()
     };
     follow(shards, key, start, cached)
 }
 
-/// `config` whose label selector leaves out the objects labelled with a bucket not `held`.
-fn excluding_others(mut config: watcher::Config, held: &Held) -> watcher::Config {
-    let others: Vec<String> = (0..super::BUCKETS)
-        .filter(|&bucket| !held[bucket])
-        .map(|bucket| bucket.to_string())
-        .collect();
-    if others.is_empty() {
-        return config;
-    }
-    let excluded = format!("{} notin ({})", super::SHARD_LABEL, others.join(","));
-    config.label_selector = Some(match config.label_selector.take() {
-        Some(selector) if !selector.is_empty() => format!("{selector},{excluded}"),
-        _ => excluded,
-    });
-    config
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::shards::BUCKETS;
-
-    #[test]
-    fn a_watch_of_children_leaves_out_the_buckets_of_others_by_label() {
-        let mut held = [true; BUCKETS];
-        let config = watcher::Config::default().labels("app.kubernetes.io/managed-by=demo");
-        let all = excluding_others(config.clone(), &held);
-        assert_eq!(
-            all.label_selector, config.label_selector,
-            "nothing to leave out"
-        );
-        held[1] = false;
-        held[63] = false;
-        let some = excluding_others(config, &held);
-        assert_eq!(
-            some.label_selector.as_deref(),
-            Some("app.kubernetes.io/managed-by=demo,kopgen.io/shard notin (1,63)")
-        );
-    }
+/// The buckets of `held`, for a log line.
+fn held_list(held: &Held) -> Vec<usize> {
+    (0..held.len()).filter(|&bucket| held[bucket]).collect()
 }
