@@ -246,9 +246,11 @@ mod tests {
             }
         });
         let event = |name: &str| {
-            format!(
-                r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","resourceVersion":"2"}}}}}}"#
-            )
+            let metadata = serde_json::json!({ "name": name, "resourceVersion": "2" });
+            let kind = ("v1", "ConfigMap");
+            let object =
+                serde_json::json!({ "apiVersion": kind.0, "kind": kind.1, "metadata": metadata });
+            serde_json::json!({ "type": "ADDED", "object": object }).to_string()
         };
         let frame = |text: &str| Ok(Frame::data(Bytes::from(text.to_owned())));
         let name = |e: Option<kube::Result<WatchEvent<ConfigMap>>>| match e {
