@@ -13,6 +13,17 @@ pub(crate) fn audit_lines(plane: &ControlPlane) -> usize {
     log.iter().filter(|byte| **byte == b'\n').count()
 }
 
+/// The events of audit lines `lines` (all: `0..usize::MAX`), each line one JSON event; a line
+/// still being written does not parse and is left out.
+fn events(plane: &ControlPlane, lines: std::ops::Range<usize>) -> Vec<Value> {
+    let log = std::fs::read(plane.audit_log()).expect("the audit log");
+    let log = String::from_utf8_lossy(&log);
+    let lines = log.lines().skip(lines.start).take(lines.len());
+    lines
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// A write of a Blog or its ConfigMaps by a replica that the API server accepted.
 pub(crate) struct Write {
     /// The replica.
@@ -27,11 +38,7 @@ pub(crate) struct Write {
 
 /// The writes of Blogs and their ConfigMaps by replicas in audit lines `from..to`, in order.
 pub(crate) fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Vec<Write> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    let events = log.lines().skip(from).take(to - from);
-    events
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    (events(plane, from..to).into_iter())
         .filter_map(|event| {
             let user = event["impersonatedUser"]["username"].as_str()?;
             let verb = event["verb"].as_str().unwrap_or("");
@@ -67,10 +74,7 @@ pub(crate) fn writers(writes: &[Write]) -> BTreeMap<String, Vec<String>> {
 
 /// Whether a replica's watch of `resource` asked for `parameter` (as the audit log writes it).
 pub(crate) fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> bool {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    log.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    (events(plane, 0..usize::MAX).into_iter())
         .filter(|event| event["impersonatedUser"]["username"].is_string())
         .filter(|event| event["verb"] == "watch" && event["objectRef"]["resource"] == resource)
         .any(|event| {
@@ -89,13 +93,8 @@ pub(crate) fn listed(
     user: &str,
     resource: &str,
 ) -> Vec<BTreeSet<usize>> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
     let mut requests = BTreeMap::new();
-    for line in log.lines().skip(from).take(to - from) {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
+    for event in events(plane, from..to) {
         let uri = event["requestURI"].as_str().unwrap_or_default();
         let lists = event["verb"] == "list"
             || (event["verb"] == "watch" && uri.contains("sendInitialEvents=true"));
@@ -144,10 +143,8 @@ pub(crate) fn bucket(bound: u128) -> usize {
 /// Who held each bucket from when: every change of the shards' owners record that the API
 /// server accepted, in the order it received them (the record changes only with the version
 /// read, so these are its versions in order).
-fn owners_records(log: &str) -> Vec<(String, Vec<String>)> {
-    let mut records: Vec<(String, Vec<String>)> = log
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+fn owners_records(plane: &ControlPlane) -> Vec<(String, Vec<String>)> {
+    let mut records: Vec<(String, Vec<String>)> = (events(plane, 0..usize::MAX).into_iter())
         .filter(|event| {
             let name = event["objectRef"]["name"].as_str().unwrap_or_default();
             let ok = event["responseStatus"]["code"]
@@ -179,9 +176,7 @@ pub(crate) fn assert_written_by_holders(
     writes: &[Write],
     when: &str,
 ) {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
-    let records = owners_records(&log);
+    let records = owners_records(plane);
     assert!(
         !records.is_empty(),
         "{when}: no owners record in the audit log"
@@ -228,13 +223,8 @@ pub(crate) fn open_watches(
     resource: &str,
     part: &str,
 ) -> Vec<BTreeSet<usize>> {
-    let log = std::fs::read(plane.audit_log()).expect("the audit log");
-    let log = String::from_utf8_lossy(&log);
     let mut open = BTreeMap::new();
-    for event in log
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-    {
+    for event in events(plane, 0..usize::MAX) {
         let uri = event["requestURI"].as_str().unwrap_or_default();
         if event["verb"] != "watch"
             || event["impersonatedUser"]["username"] != user

@@ -12,8 +12,9 @@ use serde::de::DeserializeOwned;
 use tracing::debug;
 
 use super::{
-    Held, Key, Shards,
+    Key, Shards,
     follow::{Cached, Covered, Events, follow},
+    hash,
     selector::{self, Asks},
 };
 use crate::watch;
@@ -43,14 +44,14 @@ where
             // Children: by their label, where they have it (see `SHARD_LABEL`).
             (Key::OwnerUid, _) => Asks::Label,
         };
-        debug!(?asks, buckets = ?held_list(&covered.borrow()), "watching buckets");
+        // The ranges as the `shard_range` metric names them (built only when logged).
+        let ranges = || -> Vec<String> {
+            let ranges = hash::ranges(&*covered.borrow());
+            ranges.into_iter().map(hash::range_name).collect()
+        };
+        debug!(?asks, ranges = ?ranges(), "watching buckets");
         let client = selector::client(&client, asks, covered.clone());
         watch::streaming(api(client), config.clone()).boxed()
     };
     follow(shards, key, start, cached)
-}
-
-/// The buckets of `held`, for a log line.
-fn held_list(held: &Held) -> Vec<usize> {
-    (0..held.len()).filter(|&bucket| held[bucket]).collect()
 }
