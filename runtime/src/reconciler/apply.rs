@@ -474,10 +474,13 @@ fn place<R: Reconcile>(
 /// The merge patch that hands the fields this manager's create recorded to its apply: a create
 /// records them under the manager's `Update` entry of the managed fields, which no apply ever
 /// prunes, so a field the spec stops asking for would stay. Done once, at a child's first
-/// update, as client-go's `csaupgrade` does for clients moving to server-side apply: the entry's
-/// fields join the `Apply` entry, guarded by the resource version (a 409 if the child changed
-/// meanwhile); the apply that follows removes what it no longer sets. `None` when there is
-/// nothing to hand over.
+/// update that stops setting one of them, as client-go's `csaupgrade` does for clients moving
+/// to server-side apply: the entry's fields join the `Apply` entry, guarded by the resource
+/// version (a 409 if the child changed meanwhile); the apply that follows removes what it no
+/// longer sets. `None` when there is nothing to hand over, and while the apply still sets every
+/// field the create did: then no field is kept by the `Update` entry alone, and the two writes
+/// of a handover would change nothing (an update that changes values only, the usual one, is
+/// one write).
 pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Option<Value> {
     let entries = child.managed_fields.as_ref()?;
     let ours = |entry: &ManagedFieldsEntry, operation: &str| {
@@ -486,6 +489,7 @@ pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Opt
             && entry.subresource.as_deref().unwrap_or_default().is_empty()
     };
     let created = entries.iter().find(|entry| ours(entry, "Update"))?;
+    let created_fields = &created.fields_v1.as_ref()?.0;
     let mut handed: Vec<ManagedFieldsEntry> = entries
         .iter()
         .filter(|entry| !ours(entry, "Update"))
@@ -493,10 +497,27 @@ pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Opt
         .collect();
     let applied = handed.iter_mut().find(|entry| ours(entry, "Apply"))?;
     let fields = applied.fields_v1.get_or_insert_with(|| FieldsV1(json!({})));
-    add_fields(&mut fields.0, created.fields_v1.as_ref()?.0.clone());
+    if covers(&fields.0, created_fields) {
+        return None;
+    }
+    add_fields(&mut fields.0, created_fields.clone());
     Some(json!({
         "metadata": { "resourceVersion": child.resource_version.as_ref()?, "managedFields": handed }
     }))
+}
+
+/// Whether the field set `applied` has every field of `created` (both `FieldsV1`). A create
+/// records a map or list item it adds as a field of its own (`.`), an apply does not: such a
+/// `.` counts as applied where the apply sets something in that map or item, since the API
+/// server keeps it while it holds a field the apply sets.
+fn covers(applied: &Value, created: &Value) -> bool {
+    let (Value::Object(applied), Value::Object(created)) = (applied, created) else {
+        return false;
+    };
+    created.iter().all(|(key, fields)| match applied.get(key) {
+        Some(set) => covers(set, fields),
+        None => key == "." && !applied.is_empty(),
+    })
 }
 
 /// Adds the field set `from` to `into` (both `FieldsV1`: a tree of objects, one key per
