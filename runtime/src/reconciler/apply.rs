@@ -490,6 +490,16 @@ pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Opt
     };
     let created = entries.iter().find(|entry| ours(entry, "Update"))?;
     let created_fields = &created.fields_v1.as_ref()?.0;
+    // Checked before any entry is copied: the `Update` entry stays until a handover, so this
+    // runs at every apply of the child.
+    let applied = entries.iter().find(|entry| ours(entry, "Apply"))?;
+    let none = json!({});
+    if covers(
+        applied.fields_v1.as_ref().map_or(&none, |f| &f.0),
+        created_fields,
+    ) {
+        return None;
+    }
     let mut handed: Vec<ManagedFieldsEntry> = entries
         .iter()
         .filter(|entry| !ours(entry, "Update"))
@@ -497,9 +507,6 @@ pub(crate) fn hand_over_created_fields(child: &ObjectMeta, manager: &str) -> Opt
         .collect();
     let applied = handed.iter_mut().find(|entry| ours(entry, "Apply"))?;
     let fields = applied.fields_v1.get_or_insert_with(|| FieldsV1(json!({})));
-    if covers(&fields.0, created_fields) {
-        return None;
-    }
     add_fields(&mut fields.0, created_fields.clone());
     Some(json!({
         "metadata": { "resourceVersion": child.resource_version.as_ref()?, "managedFields": handed }
