@@ -27,13 +27,20 @@ fn events(plane: &ControlPlane, lines: std::ops::Range<usize>) -> Vec<Value> {
 /// A write of a Blog or its ConfigMaps by a replica that the API server accepted.
 pub(crate) struct Write {
     /// The replica.
-    user: String,
+    pub(crate) user: String,
     /// The Blog written, or whose ConfigMap was.
     blog: String,
     /// What was written: `blogs/<name>` or `configmaps/<name>`.
     object: String,
     /// When the API server received it (RFC 3339, microseconds: ordered as text).
     received: String,
+}
+
+impl Write {
+    /// When the API server received it.
+    pub(crate) fn received(&self) -> jiff::Timestamp {
+        self.received.parse().expect("an RFC 3339 time")
+    }
 }
 
 /// The writes of Blogs and their ConfigMaps by replicas in audit lines `from..to`, in order.
@@ -83,22 +90,22 @@ pub(crate) fn watched(plane: &ControlPlane, resource: &str, parameter: &str) -> 
         })
 }
 
-/// The buckets of each list of `resource` that `user` asked for in audit lines `from..to`: a
-/// list, or a watch that starts with one (`sendInitialEvents`), by its `shardSelector` ranges
-/// or the buckets its label selector does not leave out.
+/// The buckets of each list of `resource` whose URI has `part` that `user` asked for in audit
+/// lines `lines`: a list, or a watch that starts with one (`sendInitialEvents`), by its
+/// `shardSelector` ranges or the buckets its label selector does not leave out.
 pub(crate) fn listed(
     plane: &ControlPlane,
-    from: usize,
-    to: usize,
+    lines: std::ops::Range<usize>,
     user: &str,
-    resource: &str,
+    (resource, part): (&str, &str),
 ) -> Vec<BTreeSet<usize>> {
     let mut requests = BTreeMap::new();
-    for event in events(plane, from..to) {
+    for event in events(plane, lines) {
         let uri = event["requestURI"].as_str().unwrap_or_default();
         let lists = event["verb"] == "list"
             || (event["verb"] == "watch" && uri.contains("sendInitialEvents=true"));
         if lists
+            && uri.contains(part)
             && event["impersonatedUser"]["username"] == user
             && event["objectRef"]["resource"] == resource
         {
@@ -142,7 +149,8 @@ pub(crate) fn bucket(bound: u128) -> usize {
 
 /// Who held each bucket from when: every change of the shards' owners record that the API
 /// server accepted, in the order it received them (the record changes only with the version
-/// read, so these are its versions in order).
+/// read, so these are its versions in order). Reads are left out: one received while a change
+/// was being written answers with the version before it, which would then seem to follow it.
 fn owners_records(plane: &ControlPlane) -> Vec<(String, Vec<String>)> {
     let mut records: Vec<(String, Vec<String>)> = (events(plane, 0..usize::MAX).into_iter())
         .filter(|event| {
@@ -150,7 +158,9 @@ fn owners_records(plane: &ControlPlane) -> Vec<(String, Vec<String>)> {
             let ok = event["responseStatus"]["code"]
                 .as_u64()
                 .is_some_and(|c| c < 300);
-            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && ok
+            let write =
+                ["create", "update", "patch"].contains(&event["verb"].as_str().unwrap_or(""));
+            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && ok && write
         })
         .filter_map(|event| {
             let owners =
