@@ -48,15 +48,11 @@ pub(crate) fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Ve
     (events(plane, from..to).into_iter())
         .filter_map(|event| {
             let user = event["impersonatedUser"]["username"].as_str()?;
-            let verb = event["verb"].as_str().unwrap_or("");
             let resource = event["objectRef"]["resource"].as_str().unwrap_or("");
-            let ok = event["responseStatus"]["code"]
-                .as_u64()
-                .is_some_and(|c| c < 300);
             let name = event["objectRef"]["name"].as_str().unwrap_or("");
-            let write = ["create", "update", "patch", "delete"].contains(&verb);
+            let write = accepted(&event, &["create", "update", "patch", "delete"]);
             let ours = ["blogs", "configmaps"].contains(&resource) && name.starts_with("blog-");
-            (write && ok && ours).then(|| Write {
+            (write && ours).then(|| Write {
                 user: user.to_owned(),
                 blog: name.strip_suffix("-copy").unwrap_or(name).to_owned(),
                 object: format!("{resource}/{name}"),
@@ -69,8 +65,17 @@ pub(crate) fn replica_writes(plane: &ControlPlane, from: usize, to: usize) -> Ve
         .collect()
 }
 
+/// Whether `event` is a request with one of `verbs` that the API server accepted.
+fn accepted(event: &Value, verbs: &[&str]) -> bool {
+    let verb = event["verb"].as_str().unwrap_or_default();
+    let code = event["responseStatus"]["code"].as_u64();
+    verbs.contains(&verb) && code.is_some_and(|c| c < 300)
+}
+
 /// Per Blog, the replicas that wrote it or its ConfigMaps, in order.
-pub(crate) fn writers(writes: &[Write]) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn writers<'a>(
+    writes: impl IntoIterator<Item = &'a Write>,
+) -> BTreeMap<String, Vec<String>> {
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for write in writes {
         let blog = writers.entry(write.blog.clone()).or_default();
@@ -155,12 +160,8 @@ fn owners_records(plane: &ControlPlane) -> Vec<(String, Vec<String>)> {
     let mut records: Vec<(String, Vec<String>)> = (events(plane, 0..usize::MAX).into_iter())
         .filter(|event| {
             let name = event["objectRef"]["name"].as_str().unwrap_or_default();
-            let ok = event["responseStatus"]["code"]
-                .as_u64()
-                .is_some_and(|c| c < 300);
-            let write =
-                ["create", "update", "patch"].contains(&event["verb"].as_str().unwrap_or(""));
-            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && ok && write
+            let write = accepted(event, &["create", "update", "patch"]);
+            event["objectRef"]["resource"] == "leases" && name.ends_with("-shards") && write
         })
         .filter_map(|event| {
             let owners =
