@@ -27,6 +27,8 @@ mod audit;
 mod common;
 #[path = "../runtime/src/envtest.rs"]
 mod control_plane;
+#[path = "../tests/support/ready.rs"]
+mod ready;
 #[path = "operators/sharded.rs"]
 mod sharded;
 
@@ -40,10 +42,9 @@ use std::{
 };
 
 use audit::{AuditTail, breakdown, requests, timeline};
-use common::{
-    ReadyWatch, assets, build_kopgen_operator, clock_ticks, install, repo, run_ok, usage,
-};
+use common::{assets, build_kopgen_operator, clock_ticks, install, repo, run_ok, usage};
 use control_plane::{ControlPlane, Options, free_port};
+use ready::ReadyWatch;
 
 pub(crate) const MANAGER_USER: &str = "system:serviceaccount:bench:manager";
 
@@ -388,7 +389,7 @@ fn run(assets: &Path, operator: &Operator, count: usize) -> Figures {
         }
         files.push(path);
     }
-    let mut watch = ReadyWatch::start(&plane);
+    let mut watch = ReadyWatch::start(&plane, "blogs.apps.example.com", "bench");
     let cpu_before = CpuShares::now(&plane, manager.id());
     let started = Instant::now();
     let creators: Vec<Child> = files

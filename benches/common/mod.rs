@@ -2,12 +2,8 @@
 //! binaries, the kopgen operator they run, `kubectl`, and the figures read from `/proc`.
 
 use std::{
-    collections::HashMap,
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
-    thread,
+    process::{Command, Stdio},
     time::Duration,
 };
 
@@ -161,75 +157,4 @@ pub fn anonymous_kib(pid: u32) -> u64 {
 /// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
 pub fn clock_ticks(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 10)
-}
-
-/// Which objects are `Ready` at their generation, followed with `kubectl get --watch` as their
-/// changes arrive: listing 10,000 objects every second would take the API server and kubectl a
-/// good part of the two cores the managers are measured on.
-pub struct ReadyWatch {
-    ready: Arc<Mutex<HashMap<String, bool>>>,
-    kubectl: Child,
-}
-
-impl ReadyWatch {
-    pub fn start(plane: &ControlPlane) -> Self {
-        let ready = Arc::new(Mutex::new(HashMap::new()));
-        let kubectl = Self::follow(plane, ready.clone());
-        ReadyWatch { ready, kubectl }
-    }
-
-    /// One line per change: name, generation, and the Ready condition's observed generation
-    /// and status (empty where missing).
-    fn follow(plane: &ControlPlane, ready: Arc<Mutex<HashMap<String, bool>>>) -> Child {
-        let mut kubectl = plane
-            .kubectl()
-            .args([
-                "get",
-                "blogs.apps.example.com",
-                "-n",
-                "bench",
-                "--watch",
-                "-o",
-                "jsonpath={.metadata.name}|{.metadata.generation}|{.status.conditions[?(@.type==\"Ready\")].observedGeneration}|{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl get --watch");
-        let stdout = kubectl.stdout.take().expect("piped");
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let fields: Vec<&str> = line.split('|').collect();
-                if let [name, generation, observed, status] = fields[..] {
-                    let at_generation = *status == *"True" && observed == generation;
-                    ready
-                        .lock()
-                        .expect("lock")
-                        .insert(name.to_owned(), at_generation);
-                }
-            }
-        });
-        kubectl
-    }
-
-    /// How many are Ready; a watch that ended (the API server closes them now and then) is
-    /// started again, and its first list brings every object's state.
-    pub fn count(&mut self, plane: &ControlPlane) -> usize {
-        if matches!(self.kubectl.try_wait(), Ok(Some(_))) {
-            self.kubectl = Self::follow(plane, self.ready.clone());
-        }
-        self.ready
-            .lock()
-            .expect("lock")
-            .values()
-            .filter(|r| **r)
-            .count()
-    }
-}
-
-impl Drop for ReadyWatch {
-    fn drop(&mut self) {
-        let _ = self.kubectl.kill();
-        let _ = self.kubectl.wait();
-    }
 }

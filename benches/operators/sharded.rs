@@ -34,10 +34,9 @@ use std::{
 
 use crate::MANAGER_USER;
 use crate::audit::{breakdown, time_at};
-use crate::common::{
-    ReadyWatch, anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage,
-};
+use crate::common::{anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage};
 use crate::control_plane::{ControlPlane, Options, free_port};
+use crate::ready::ReadyWatch;
 
 /// The operator's Lease (`<project>.<domain>`), and the shards' Lease beside it.
 const LEASE: &str = "bench.example.com";
@@ -168,7 +167,7 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
     }
 
     let files = write_objects(dir.path(), count);
-    let mut watch = ReadyWatch::start(&plane);
+    let mut watch = ReadyWatch::start(&plane, "blogs.apps.example.com", "bench");
     let started = Instant::now();
     let creators: Vec<Child> = files
         .iter()
