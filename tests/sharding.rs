@@ -7,8 +7,8 @@
 //! server received it (by the owners record's versions in the audit log), a replica killed
 //! mid-run has its objects taken over and reconciled by one replica each (the survivors list
 //! only the buckets they gain), and when it comes back its share moves back to it.
-//! Both run with 10,000 Blogs (20,000 children), side by side on CI's two cores, in about 14
-//! minutes (`KOPGEN_SHARDING_BLOGS=N` sets another count).
+//! Both run with 10,000 Blogs (20,000 children), side by side on CI's two cores, in about 13
+//! minutes (749 s in CI; `KOPGEN_SHARDING_BLOGS=N` sets another count).
 
 #[path = "sharding/audit.rs"]
 mod audit;
@@ -35,9 +35,11 @@ use support::ready::ReadyWatch;
 use support::{http_get, kubectl_ok};
 
 const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
-/// How many Blogs: the 10,000 unless `KOPGEN_SHARDING_BLOGS` says otherwise (900 is
-/// the fewest for which a third of them is within ±15% of its mean, about 3 standard
-/// deviations).
+/// The fewest Blogs for which a third of them is within ±15% of its mean (about 3 standard
+/// deviations): the least to count a replica's share in.
+const FEWEST: usize = 900;
+/// How many Blogs: the 10,000 unless `KOPGEN_SHARDING_BLOGS` says otherwise (below
+/// [`FEWEST`], the checks of a third may fail by chance).
 fn blogs() -> usize {
     let set = std::env::var("KOPGEN_SHARDING_BLOGS").ok();
     set.and_then(|n| n.parse().ok()).unwrap_or(10_000)
@@ -293,10 +295,10 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         &|| logs(&managers),
         || shared_out(&managers),
     );
-    // A third of the Blogs change (900 at least): enough for a third of them to be the
+    // A third of the Blogs change (`FEWEST` at least): enough for a third of them to be the
     // returned replica's within 15%, in a third of the time of changing them all.
     let at_return = audit_lines(&plane);
-    let changed = (blogs / 3).max(900).min(blogs);
+    let changed = (blogs / 3).max(FEWEST).min(blogs);
     apply_blogs(&plane, changed, "three");
     converged(&plane, blogs, changed, "three", &|| logs(&managers));
     let returned_until = audit_lines(&plane);
@@ -400,13 +402,13 @@ fn replica_user(plane: &ControlPlane, name: &str) -> PathBuf {
     plane.kubeconfig_as(name).expect("kubeconfig")
 }
 
-/// Applies `blogs` Blogs with `foo: value`, in one request stream.
 /// The `i`th Blog's name.
 fn blog_name(i: usize) -> String {
     format!("blog-{i:04}")
 }
 
-/// Sets `foo` of the first `blogs` Blogs to `value`, creating those missing.
+/// Sets `foo` of the first `blogs` Blogs to `value`, creating those missing, in one request
+/// stream.
 fn apply_blogs(plane: &ControlPlane, blogs: usize, value: &str) {
     let yaml: Vec<String> = (0..blogs)
         .map(|i| support::blog::blog(&blog_name(i), "v1", value))
@@ -415,10 +417,9 @@ fn apply_blogs(plane: &ControlPlane, blogs: usize, value: &str) {
 }
 
 /// Waits until all `blogs` Blogs are Ready at their generation and both ConfigMaps of the
-/// `changed` first hold `value`:
-/// the Blogs followed by a watch started now (the change was accepted before), the children
-/// listed only once every Blog is Ready (at 10,000 Blogs, listing their 20,000 ConfigMaps, or
-/// the Blogs, at every poll takes cores the replicas need).
+/// `changed` first hold `value`: the Blogs followed by a watch started now (the change was
+/// accepted before), the children listed only once every Blog is Ready (at 10,000 Blogs,
+/// listing their 20,000 ConfigMaps, or the Blogs, at every poll takes cores the replicas need).
 fn converged(
     plane: &ControlPlane,
     blogs: usize,
