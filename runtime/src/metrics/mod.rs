@@ -250,6 +250,11 @@ impl Metrics {
         self.queues.depth(controller)
     }
 
+    /// Woken each time an object leaves a queue, any controller's: the depth may be lower.
+    pub(crate) fn queue_left(&self) -> Arc<tokio::sync::Notify> {
+        self.queues.left()
+    }
+
     /// A webhook handler panicked (the API server was answered 500).
     #[cfg(feature = "webhooks")]
     pub(crate) fn webhook_panicked(&self) {

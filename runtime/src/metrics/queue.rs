@@ -70,6 +70,9 @@ pub(crate) struct Queues {
     waits: Histograms,
     work: Histograms,
     hasher: std::hash::RandomState,
+    /// Woken each time an object leaves a queue (to a worker, or deleted before its turn):
+    /// what waits behind new work looks at the depth again then, instead of at intervals.
+    left: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -90,6 +93,7 @@ impl Default for Queues {
             waits: Family::new_with_constructor(queue_histogram as fn() -> Histogram),
             work: Family::new_with_constructor(queue_histogram as fn() -> Histogram),
             hasher: std::hash::RandomState::new(),
+            left: Arc::default(),
         }
     }
 }
@@ -191,6 +195,7 @@ impl Queues {
         let id = queue.next;
         queue.next = queue.next.wrapping_add(1);
         queue.running.insert(id, now);
+        self.left.notify_waiters();
         Work { id }
     }
 
@@ -209,6 +214,12 @@ impl Queues {
         if let Some(queue) = self.state().get_mut(controller) {
             queue.pending.remove(&self.hash(key));
         }
+        self.left.notify_waiters();
+    }
+
+    /// Woken each time an object leaves a queue.
+    pub(super) fn left(&self) -> Arc<tokio::sync::Notify> {
+        self.left.clone()
     }
 }
 

@@ -122,3 +122,28 @@ fn the_queue_counts_an_object_once_and_only_when_it_is_due() {
         ],
     );
 }
+
+/// What waits for room hears each object that leaves a queue, to a worker or deleted first.
+#[test]
+fn an_object_leaving_the_queue_wakes_what_waits_for_room() {
+    let metrics = Metrics::default();
+    let left = metrics.queue_left();
+    metrics.queued("blog", "default/a");
+    metrics.queued("blog", "default/b");
+    let started = || drop(metrics.reconcile_started("blog", "default/a"));
+    let deleted = || metrics.forget("blog", "default/b");
+    for leave in [&started as &dyn Fn(), &deleted] {
+        let woken = left.notified();
+        let mut woken = std::pin::pin!(woken);
+        woken.as_mut().enable();
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(
+            woken.as_mut().poll(&mut cx).is_pending(),
+            "nothing left yet"
+        );
+        leave();
+        assert!(woken.as_mut().poll(&mut cx).is_ready(), "the leave woke it");
+    }
+    assert_eq!(metrics.depth("blog"), 0);
+}

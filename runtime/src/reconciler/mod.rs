@@ -47,6 +47,7 @@
 mod apply;
 mod desired;
 mod finalizer;
+mod listed;
 mod priority;
 mod report;
 mod run;

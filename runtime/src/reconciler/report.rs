@@ -31,6 +31,24 @@ fn status_of<K: serde::Serialize>(object: &K) -> Value {
         .unwrap_or_default()
 }
 
+/// Whether `object` says it was reconciled at its generation, whatever the outcome (a failure
+/// stands until its retry): its `observedGeneration` and its `Ready` condition's are its
+/// generation. An object being deleted never says so: its finalizer waits for a reconcile.
+pub(super) fn observed<K: Resource + serde::Serialize>(object: &K) -> bool {
+    let meta = object.meta();
+    let Some(generation) = meta
+        .generation
+        .filter(|_| meta.deletion_timestamp.is_none())
+    else {
+        return false;
+    };
+    let status = status_of(object);
+    status["observedGeneration"] == json!(generation)
+        && conditions_of(&status)
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.observed_generation == Some(generation))
+}
+
 fn conditions_of(status: &Value) -> Vec<Condition> {
     (status["conditions"].as_array().into_iter().flatten())
         .filter_map(|c| serde_json::from_value(c.clone()).ok())

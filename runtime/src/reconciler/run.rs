@@ -18,7 +18,13 @@ use kube::{
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{Reconcile, SHARD_KEY, Setup, Shared, priority, reconcile, setup::References};
+use super::{
+    Reconcile, SHARD_KEY, Setup, Shared,
+    listed::{self, Listed},
+    priority::{self, Room},
+    reconcile, report,
+    setup::References,
+};
 use crate::{
     Context, Error, Result,
     caches::{Watching, owner_ref},
@@ -57,20 +63,31 @@ pub async fn run<R: Reconcile>(
     // kept from every event of the kind, before any trigger filter.
     let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
     let references: Vec<_> = indexes.iter().flatten().cloned().collect();
-    let events = objects::<R>(&ctx, &setup, &store, writer, references, listed);
     // A standby's lists trigger nothing: when it starts to lead, what changed meanwhile is
     // queued already and goes first; every object follows (`catch_up`). With shards, each
     // bucket gained is listed and triggered anew instead.
     let standby = ctx.shards.is_none() && !ctx.leadership.is_leading();
-    let catch_up = catch_up::<R>(&ctx, &store, standby);
-    let leadership = ctx.leadership.clone();
-    let events = watch::applied_when_cached(events, store.clone(), move || {
-        !standby || leadership.is_leading()
-    });
+    let lists_trigger = {
+        let leadership = ctx.leadership.clone();
+        move || !standby || leadership.is_leading()
+    };
+    let from_lists = Listed::default();
+    let noted = (from_lists.clone(), lists_trigger.clone());
+    let events = objects::<R>(&ctx, &setup, &store, writer, references, listed, noted);
+    let events = watch::applied_when_cached(events, store.clone(), lists_trigger);
     let metrics = ctx.metrics.clone();
     let concurrency = setup.concurrency.unwrap_or(ctx.concurrency);
     metrics.controller_started(R::NAME, concurrency);
-    let triggers = triggers::<R>(&ctx, &setup, events);
+    // What waits behind new work (a list's settled objects, the resync, the retries) joins the
+    // queue while fewer than `concurrency` objects wait there.
+    let room = {
+        let metrics = metrics.clone();
+        let depth = move || metrics.depth(R::NAME);
+        Room::new(usize::from(concurrency), depth, ctx.metrics.queue_left())
+    };
+    let catch_up = catch_up::<R>(&ctx, &store, standby, room.clone());
+    let settled = (from_lists, store.clone(), room.clone());
+    let triggers = triggers::<R>(&ctx, &setup, events, settled);
     let (caches, owners, mut tasks) = children::<R>(&ctx, &errors);
     // The other kinds it watches, each mapped to the objects to reconcile.
     let mut lookups = Lookups::default();
@@ -113,15 +130,10 @@ pub async fn run<R: Reconcile>(
     };
     let sync = (ctx.sync.clone()).wait(R::NAME, errors.clone(), synced, shutdown.clone());
     let config = controller::Config::default().concurrency(concurrency);
-    let room = usize::from(concurrency);
-    let depth = {
-        let metrics = metrics.clone();
-        move || metrics.depth(R::NAME)
-    };
     let period = setup.resync.unwrap_or(ctx.timeouts.resync);
-    let resync = resync::<R>(&ctx, &store, period, room, depth.clone());
+    let resync = resync::<R>(&ctx, &store, period, room.clone());
     // A failed reconcile's retry, once its backoff delay is over, also waits for room.
-    let (retries, retried) = priority::Retries::new(room, depth);
+    let (retries, retried) = priority::Retries::new(room);
     let error_policy = move |object: Arc<R::Kind>, error: &Error, shared: Arc<Shared<R>>| {
         let metrics = &shared.ctx.metrics;
         let delay = (shared.backoff).retry_delay(R::NAME, &*object, error, metrics);
@@ -160,6 +172,8 @@ pub async fn run<R: Reconcile>(
 
 /// The events of the reconciled kind's watch (this replica's shards of it), once applied to
 /// its cache (`writer`) and to the `references` indexes; `listed` says when the first list is in.
+/// Which objects lists bring is noted (`from_lists`) only while lists trigger (`noting`): what a
+/// standby lists would wait there until it changed.
 fn objects<R: Reconcile>(
     ctx: &Context,
     setup: &Setup<R>,
@@ -167,6 +181,7 @@ fn objects<R: Reconcile>(
     writer: Writer<R::Kind>,
     references: Vec<References<R>>,
     listed: tokio::sync::watch::Sender<bool>,
+    (from_lists, noting): (Listed<R::Kind>, impl Fn() -> bool + Send + 'static),
 ) -> impl Stream<Item = watcher::Result<watcher::Event<R::Kind>>> + Send + 'static {
     let namespace = ctx.namespace.clone();
     let cached = {
@@ -194,6 +209,14 @@ fn objects<R: Reconcile>(
             listed.send_replace(true);
         }
     })
+    .inspect_ok({
+        let store = store.clone();
+        move |event| {
+            if R::OWNS_STATUS && noting() {
+                from_lists.note(event, &store);
+            }
+        }
+    })
     .reflect(writer)
     .inspect_ok({
         let (metrics, store) = (ctx.metrics.clone(), store.clone());
@@ -205,46 +228,41 @@ fn objects<R: Reconcile>(
     })
 }
 
-/// How many objects of a catch-up are queued before the controller's task lets others run.
-const CATCH_UP_BATCH: usize = 64;
-
-/// A standby's every cached object, queued once when it starts to lead (nothing otherwise), a
-/// batch at a time: kube's scheduler takes every object a stream has ready in one go, and the
-/// write of the reconcile that was waiting for leadership (the change the failover is about)
-/// goes out only once the controller's task yields.
-fn catch_up<R: Reconcile>(
+/// A standby's every cached object, queued once when it starts to lead (nothing otherwise),
+/// behind new work (as `room` lets it): the reconcile that was waiting for leadership (the
+/// change the failover is about) goes first, not behind every object.
+pub(super) fn catch_up<R: Reconcile>(
     ctx: &Context,
     store: &Store<R::Kind>,
     standby: bool,
+    room: Room,
 ) -> impl Stream<Item = ObjectRef<R::Kind>> + Send + 'static {
     let (leadership, store, metrics) = (ctx.leadership.clone(), store.clone(), ctx.metrics.clone());
-    futures::stream::once(async move {
+    let objects = futures::stream::once(async move {
         leadership.leading().await;
         store.state()
     })
     .filter(move |_| std::future::ready(standby))
-    .flat_map(futures::stream::iter)
-    .enumerate()
-    .then(|(queued, object)| async move {
-        if queued % CATCH_UP_BATCH == CATCH_UP_BATCH - 1 {
-            tokio::task::yield_now().await;
-        }
-        object
-    })
-    .map(move |object| {
+    .flat_map(futures::stream::iter);
+    priority::behind_new_work(objects, room).map(move |object| {
         let key = queue_key(object.namespace().as_deref(), &object.name_any());
         metrics.queued(R::NAME, &key);
         ObjectRef::from_obj(&*object)
     })
 }
 
-/// The objects whose change triggers a reconcile, counted as queued.
+/// The objects whose change triggers a reconcile, counted as queued; a list's objects that
+/// say they were reconciled at their generation wait for room in the queue (`settled`: which
+/// were listed, their cache, the room; see `listed`) before they are looked at.
 fn triggers<R: Reconcile>(
     ctx: &Context,
     setup: &Setup<R>,
     events: impl Stream<Item = watcher::Result<R::Kind>> + Send + 'static,
+    (from_lists, store, room): (Listed<R::Kind>, Store<R::Kind>, Room),
 ) -> BoxStream<'static, watcher::Result<R::Kind>> {
     let triggers = if R::OWNS_STATUS {
+        let observed = report::observed::<R::Kind>;
+        let events = listed::settled_last(events, from_lists, observed, store, room);
         // Status writes (this controller's own included) change none of what triggers. With
         // shards, a bucket gained anew changes it too: its objects are reconciled by their new
         // holder, even those this replica had seen before.
@@ -293,19 +311,18 @@ fn children<R: Reconcile>(
     (caches, owners, tasks)
 }
 
-/// Every cached object, each `period`, queued behind new work (`room` reconciles at a time).
+/// Every cached object, each `period`, queued behind new work (as `room` lets it).
 fn resync<R: Reconcile>(
     ctx: &Context,
     store: &Store<R::Kind>,
     period: std::time::Duration,
-    room: usize,
-    depth: impl Fn() -> usize + Clone + Send + Sync + 'static,
+    room: Room,
 ) -> impl Stream<Item = ObjectRef<R::Kind>> + Send + 'static {
     let (store, metrics) = (store.clone(), ctx.metrics.clone());
     priority::ticks(period).flat_map(move |()| {
         let metrics = metrics.clone();
         let objects = futures::stream::iter(store.state());
-        priority::behind_new_work(objects, room, depth.clone()).map(move |object| {
+        priority::behind_new_work(objects, room.clone()).map(move |object| {
             let key = queue_key(object.namespace().as_deref(), &object.name_any());
             metrics.queued(R::NAME, &key);
             ObjectRef::from_obj(&*object)

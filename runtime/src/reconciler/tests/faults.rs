@@ -577,5 +577,50 @@ async fn a_standby_reconciles_only_once_it_leads() {
     outcome.expect("reconciled once leading");
 }
 
+/// A new leader's catch-up on every cached object waits behind what is queued: the change
+/// it waited to reconcile goes first, the catch-up follows as objects leave the queue.
+#[tokio::test]
+async fn a_new_leaders_catch_up_waits_behind_new_work() {
+    use futures::StreamExt;
+    use kube::runtime::{reflector, watcher};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (mut ctx, _server) = crate::testing::mock_context_owned();
+    ctx.leadership = crate::Leadership::elected();
+    let (store, mut writer) = reflector::store();
+    for name in ["a", "b", "c"] {
+        let mut object = thing(name);
+        object.metadata.name = Some(name.to_owned());
+        writer.apply_watcher_event(&watcher::Event::Apply(object));
+    }
+    let queued = Arc::new(AtomicUsize::new(1));
+    let left = Arc::new(tokio::sync::Notify::new());
+    let room = {
+        let queued = queued.clone();
+        super::super::priority::Room::new(1, move || queued.load(Ordering::Acquire), left.clone())
+    };
+    let catch_up = super::super::run::catch_up::<ThingReconciler>(&ctx, &store, true, room);
+    let mut catch_up = Box::pin(catch_up);
+    let none_yet = std::time::Duration::from_millis(50);
+    let next = tokio::time::timeout(none_yet, catch_up.next()).await;
+    assert!(next.is_err(), "a standby catches up on nothing: {next:?}");
+    ctx.leadership
+        .lead_until(std::time::Instant::now() + std::time::Duration::from_secs(30));
+    let next = tokio::time::timeout(none_yet, catch_up.next()).await;
+    assert!(
+        next.is_err(),
+        "the catch-up waits behind the queued change: {next:?}"
+    );
+    queued.store(0, Ordering::Release);
+    left.notify_waiters();
+    let names: Vec<_> = catch_up.take(3).map(|object| object.name).collect().await;
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["a", "b", "c"],
+        "every cached object, once: {names:?}"
+    );
+}
+
 #[path = "writes.rs"]
 mod writes;

@@ -9,7 +9,10 @@ mod reach;
 
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, FieldsV1};
+use k8s_openapi::apimachinery::pkg::apis::meta::{
+    self,
+    v1::{Condition, FieldsV1},
+};
 use kube::{CustomResource, api::ObjectMeta};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -581,4 +584,33 @@ async fn every_waiter_is_woken_when_the_caches_fill() {
         let woken = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert!(matches!(woken, Ok(Ok(true))), "a waiter was not woken");
     }
+}
+
+/// What a list's object says decides whether it waits behind new work: reconciled at its
+/// generation (Ready or not), yes; a newer generation, never reconciled, or being deleted, no.
+#[test]
+fn an_object_says_whether_it_was_reconciled_at_its_generation() {
+    let mut fresh = thing("a");
+    fresh.metadata.generation = Some(3);
+    let settled = converged::<ThingReconciler>(&fresh);
+    assert!(report::observed(&settled));
+    assert!(!report::observed(&fresh), "no status yet");
+    let mut changed = settled.clone();
+    changed.metadata.generation = Some(4);
+    assert!(!report::observed(&changed), "a newer generation");
+    let mut deleting = settled.clone();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    deleting.metadata.deletion_timestamp = Some(meta::v1::Time(now));
+    assert!(!report::observed(&deleting), "being deleted");
+    let mut failed = serde_json::to_value(&settled).expect("json");
+    failed["status"]["conditions"][0]["status"] = json!("False");
+    let failed: Thing = serde_json::from_value(failed).expect("a Thing");
+    assert!(
+        report::observed(&failed),
+        "a failure at its generation stands"
+    );
+    let mut old = serde_json::to_value(&settled).expect("json");
+    old["status"]["conditions"][0]["observedGeneration"] = json!(2);
+    let old: Thing = serde_json::from_value(old).expect("a Thing");
+    assert!(!report::observed(&old), "Ready says an older generation");
 }
