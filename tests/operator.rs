@@ -7,6 +7,10 @@
 //! manager's ServiceAccount: the generated RBAC is all that authorizes it, so a missing
 //! marker is a 403 and a failed test. The audit log then shows which granted verbs were used.
 
+#[path = "operator/integration.rs"]
+mod integration;
+#[path = "operator/permissions.rs"]
+mod permissions;
 mod support;
 
 use std::{
@@ -16,6 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use permissions::{granted_permissions, used_permissions};
 use serde_json::Value;
 use support::blog::{
     Manager, SERVICE_ACCOUNT, apply, blog, converged, deploy_blog_project, drop_foo, first_log,
@@ -36,80 +41,6 @@ fn https_get(url: &str, token: Option<&str>) -> (u16, String) {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
     (code.trim().parse().unwrap_or(0), body.to_owned())
-}
-
-/// (verb, group/resource[/subresource]) of every request the manager's ServiceAccount made.
-fn used_permissions(plane: &ControlPlane) -> BTreeSet<(String, String)> {
-    let log = std::fs::read_to_string(plane.audit_log()).unwrap_or_default();
-    let mut used = BTreeSet::new();
-    for line in log.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let user = event["impersonatedUser"]["username"].as_str();
-        if user != Some(SERVICE_ACCOUNT) {
-            continue;
-        }
-        let object = &event["objectRef"];
-        let mut resource = format!(
-            "{}/{}",
-            object["apiGroup"].as_str().unwrap_or(""),
-            object["resource"].as_str().unwrap_or("")
-        );
-        if let Some(sub) = object["subresource"].as_str() {
-            resource = format!("{resource}/{sub}");
-        }
-        let verb = event["verb"].as_str().unwrap_or("").to_owned();
-        // Server-side apply that creates the object is authorized as `create` too.
-        if verb == "patch" && event["responseStatus"]["code"] == 201 {
-            used.insert(("create".to_owned(), resource.clone()));
-        }
-        used.insert((verb, resource));
-    }
-    used
-}
-
-/// (verb, group/resource) of every rule the ServiceAccount holds through config/rbac.
-fn granted_permissions(rbac_yaml: &str) -> BTreeSet<(String, String)> {
-    let mut granted = BTreeSet::new();
-    for doc in serde_yaml::Deserializer::from_str(rbac_yaml) {
-        let Ok(doc) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else {
-            continue;
-        };
-        let kind = doc["kind"].as_str().unwrap_or_default();
-        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        // The roles bound to the manager (the project's, the leader election's and the metrics
-        // authentication's), not the per-kind admin/editor/viewer roles meant for people.
-        let bound = [
-            "demo-manager-role",
-            "demo-leader-election-role",
-            "demo-metrics-auth-role",
-        ];
-        if !(kind == "ClusterRole" || kind == "Role") || !bound.contains(&name) {
-            continue;
-        }
-        let rules = doc["rules"].as_sequence().cloned().unwrap_or_default();
-        for rule in rules {
-            let list = |key: &str| -> Vec<String> {
-                rule[key]
-                    .as_sequence()
-                    .map(|s| {
-                        s.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            for group in list("apiGroups") {
-                for resource in list("resources") {
-                    for verb in list("verbs") {
-                        granted.insert((verb, format!("{group}/{resource}")));
-                    }
-                }
-            }
-        }
-    }
-    granted
 }
 
 #[test]
@@ -677,61 +608,4 @@ fn without_streaming_lists_the_manager_lists_instead() {
         "{log}"
     );
     assert_eq!(manager.terminate(), Some(0), "{log}");
-}
-
-/// `make test-integration` of a generated project: each kind's scaffolded integration test
-/// runs against the control plane of `KUBEBUILDER_ASSETS` and passes, by name.
-#[test]
-fn make_test_integration_runs_each_kinds_test_on_a_real_control_plane() {
-    let test = "make_test_integration_runs_each_kinds_test_on_a_real_control_plane";
-    if !support::need("make", test, "apt install make") {
-        return;
-    }
-    let Some(assets) = support::control_plane_assets() else {
-        support::skip(test, "no control-plane binaries (run .ci/control-plane.sh)");
-        return;
-    };
-    let session = support::Session::new();
-    // Not "demo": its `cargo test` builds the manager into the shared target directory, where
-    // the other tests' "demo" managers are built.
-    let project = session.init_project("itest", &[]);
-    for args in [
-        "--group apps --version v1 --kind Blog",
-        "--group apps --version v1alpha1 --kind Blog",
-        "--group db --version v1 --kind Tenant --namespaced=false",
-        "--group platform-engineering --version v1beta1 --kind ApplicationNetworkPolicyBinding",
-        "--group apps --version v1 --kind Deployment --resource=false",
-    ] {
-        let args: Vec<&str> = args.split_whitespace().collect();
-        support::create_api_ok(&project, &args);
-    }
-    let output = Command::new("make")
-        .arg("test-integration")
-        .arg(format!("KOPGEN={}", env!("CARGO_BIN_EXE_kopgen")))
-        .current_dir(&project)
-        .env("KUBEBUILDER_ASSETS", &assets)
-        .env("CARGO_TARGET_DIR", support::shared_target_dir())
-        .env("SOURCE_DATE_EPOCH", support::SOURCE_DATE_EPOCH)
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("make runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "make test-integration failed:\n{stdout}\n{stderr}"
-    );
-    assert!(!stderr.contains("skipped"), "a test did not run:\n{stderr}");
-    let ran = support::reported_tests(&stdout);
-    let expected: Vec<(String, String)> = [
-        "apps_v1_blog",
-        "db_v1_tenant",
-        "platform_engineering_v1beta1_application_network_policy_binding",
-    ]
-    .iter()
-    .map(|name| (name.to_string(), "ok".to_string()))
-    .collect::<std::collections::BTreeSet<_>>()
-    .into_iter()
-    .collect();
-    assert_eq!(ran, expected, "{stdout}");
 }
