@@ -42,17 +42,27 @@ pub fn install(plane: &ControlPlane, crds: &Path) {
 /// kopgen's scaffold (`bench`): one namespaced kind, Blog, its manifests, a release build.
 /// Returns the manager's binary and the CRDs' directory.
 pub fn build_kopgen_operator(scratch: &Path) -> (PathBuf, PathBuf) {
+    build_edited_kopgen_operator(scratch, "bench", &[])
+}
+
+/// kopgen's scaffold as the project `name`, its Blog controller edited as a user would: each
+/// `(scaffolded, written)` replaces the scaffolded text once.
+pub fn build_edited_kopgen_operator(
+    scratch: &Path,
+    name: &str,
+    edits: &[(&str, &str)],
+) -> (PathBuf, PathBuf) {
     let kopgen = env!("CARGO_BIN_EXE_kopgen");
     run_ok(Command::new(kopgen).current_dir(scratch).args([
         "init",
         "--path",
-        "bench",
+        name,
         "--project-name",
-        "bench",
+        name,
         "--domain",
         "example.com",
     ]));
-    let project = scratch.join("bench");
+    let project = scratch.join(name);
     run_ok(Command::new(kopgen).current_dir(&project).args([
         "create",
         "api",
@@ -63,8 +73,15 @@ pub fn build_kopgen_operator(scratch: &Path) -> (PathBuf, PathBuf) {
         "--kind",
         "Blog",
     ]));
+    let controller = project.join("src/controllers/apps/blog_controller.rs");
+    let mut code = std::fs::read_to_string(&controller).expect("the Blog's controller");
+    for (scaffolded, written) in edits {
+        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
+        code = code.replacen(scaffolded, written, 1);
+    }
+    std::fs::write(&controller, code).expect("write the Blog's controller");
     run_ok(Command::new(kopgen).current_dir(&project).arg("manifests"));
-    eprintln!("building the kopgen operator (release)");
+    eprintln!("building the kopgen operator {name} (release)");
     run_ok(
         Command::new("cargo")
             .current_dir(&project)
@@ -73,7 +90,7 @@ pub fn build_kopgen_operator(scratch: &Path) -> (PathBuf, PathBuf) {
             .env_remove("RUSTFLAGS"),
     );
     (
-        shared_target_dir().join("release/bench"),
+        shared_target_dir().join("release").join(name),
         project.join("config/crd/bases"),
     )
 }

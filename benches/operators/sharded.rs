@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench operators -- sharded` builds the scaffolded operator (release), then for
 //! each object count (`KOPGEN_BENCH_OBJECTS`, default `10000`) and each mode starts a fresh etcd
-//! and kube-apiserver, starts the replicas, creates the objects at once and measures:
+//! and kube-apiserver, starts the replicas, creates the objects (Blogs whose controller makes two
+//! ConfigMaps each, as in the sharding test) at once and measures:
 //! - the time until every object is Ready at its generation;
 //! - per replica, the peak and steady resident memory, how much of it is anonymous (its own,
 //!   not its executable's pages), and the CPU seconds (the largest of the replicas: the figure
@@ -34,12 +35,28 @@ use std::{
 
 use crate::MANAGER_USER;
 use crate::audit::{breakdown, time_at};
-use crate::common::{anonymous_kib, assets, build_kopgen_operator, install, kubectl, usage};
+use crate::common::{anonymous_kib, assets, build_edited_kopgen_operator, install, kubectl, usage};
 use crate::control_plane::{ControlPlane, Options, free_port};
 use crate::ready::ReadyWatch;
 
+/// The scaffolded project, its Blogs with two ConfigMaps each (as the sharding test's).
+const PROJECT: &str = "bench-sharded";
 /// The operator's Lease (`<project>.<domain>`), and the shards' Lease beside it.
-const LEASE: &str = "bench.example.com";
+const LEASE: &str = "bench-sharded.example.com";
+/// A second child for every Blog, a copy of the first.
+const TWO_CHILDREN: &[(&str, &str)] = &[(
+    "        Desired::new().child(ConfigMap {",
+    "        let copy = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!(\"{name}-copy\")),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            data: Some(data.clone()),
+            ..ConfigMap::default()
+        };
+        Desired::new().child(copy)?.child(ConfigMap {",
+)];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -85,7 +102,7 @@ pub fn bench() {
     let counts = crate::object_counts("10000");
     let assets = assets();
     let scratch = tempfile::tempdir().expect("tempdir");
-    let (binary, crds) = build_kopgen_operator(scratch.path());
+    let (binary, crds) = build_edited_kopgen_operator(scratch.path(), PROJECT, TWO_CHILDREN);
     let mut table = String::from(
         "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | of it anonymous (MiB) | CPU per replica (s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
