@@ -27,6 +27,8 @@ mod audit;
 mod common;
 #[path = "../runtime/src/envtest.rs"]
 mod control_plane;
+#[path = "../tests/support/edits.rs"]
+mod edits;
 #[path = "../tests/support/ready.rs"]
 mod ready;
 #[path = "operators/sharded.rs"]

@@ -31,6 +31,7 @@ use audit::{
 use serde_json::Value;
 use support::blog::{Manager, deploy_edited_blog_project};
 use support::control_plane::{ControlPlane, Options};
+use support::edits::TWO_CHILDREN;
 use support::ready::ReadyWatch;
 use support::{http_get, kubectl_ok};
 
@@ -45,20 +46,6 @@ fn blogs() -> usize {
     set.and_then(|n| n.parse().ok()).unwrap_or(10_000)
 }
 
-/// A second child for every Blog, a copy of the first.
-const TWO_CHILDREN: &[(&str, &str)] = &[(
-    "        Desired::new().child(ConfigMap {",
-    "        let copy = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(format!(\"{name}-copy\")),
-                namespace: Some(namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            data: Some(data.clone()),
-            ..ConfigMap::default()
-        };
-        Desired::new().child(copy)?.child(ConfigMap {",
-)];
 /// Short Lease durations, so that a dead replica's share is taken over in seconds.
 const TIMING: [&str; 3] = [
     "--leader-elect-lease-duration=4s",

@@ -73,13 +73,7 @@ pub fn build_edited_kopgen_operator(
         "--kind",
         "Blog",
     ]));
-    let controller = project.join("src/controllers/apps/blog_controller.rs");
-    let mut code = std::fs::read_to_string(&controller).expect("the Blog's controller");
-    for (scaffolded, written) in edits {
-        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
-        code = code.replacen(scaffolded, written, 1);
-    }
-    std::fs::write(&controller, code).expect("write the Blog's controller");
+    crate::edits::edit_blog_controller(&project, edits);
     run_ok(Command::new(kopgen).current_dir(&project).arg("manifests"));
     eprintln!("building the kopgen operator {name} (release)");
     run_ok(

@@ -37,26 +37,13 @@ use crate::MANAGER_USER;
 use crate::audit::{breakdown, time_at};
 use crate::common::{anonymous_kib, assets, build_edited_kopgen_operator, install, kubectl, usage};
 use crate::control_plane::{ControlPlane, Options, free_port};
+use crate::edits::TWO_CHILDREN;
 use crate::ready::ReadyWatch;
 
 /// The scaffolded project, its Blogs with two ConfigMaps each (as the sharding test's).
 const PROJECT: &str = "bench-sharded";
 /// The operator's Lease (`<project>.<domain>`), and the shards' Lease beside it.
 const LEASE: &str = "bench-sharded.example.com";
-/// A second child for every Blog, a copy of the first.
-const TWO_CHILDREN: &[(&str, &str)] = &[(
-    "        Desired::new().child(ConfigMap {",
-    "        let copy = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(format!(\"{name}-copy\")),
-                namespace: Some(namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            data: Some(data.clone()),
-            ..ConfigMap::default()
-        };
-        Desired::new().child(copy)?.child(ConfigMap {",
-)];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {

@@ -191,13 +191,7 @@ pub fn deploy_edited_blog_project(
         &project,
         &["--group", "apps", "--version", "v1", "--kind", "Blog"],
     );
-    let controller = project.join("src/controllers/apps/blog_controller.rs");
-    let mut code = std::fs::read_to_string(&controller).expect("the Blog's controller");
-    for (scaffolded, written) in edits {
-        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
-        code = code.replacen(scaffolded, written, 1);
-    }
-    std::fs::write(&controller, code).expect("write");
+    super::edits::edit_blog_controller(&project, edits);
     assert_eq!(super::run_kopgen(&project, &["manifests"]).status, 0);
     let binary = super::build_manager(&project, "demo");
     let rendered = kubectl_ok(

@@ -4,6 +4,7 @@
 
 pub mod blog;
 pub mod dashboards;
+pub mod edits;
 pub mod ready;
 pub mod scan;
 pub mod webhook_tls;

@@ -1,0 +1,31 @@
+//! A scaffolded Blog controller edited as a user would: shared by the tests and the benches, so
+//! that both run the same operator.
+
+use std::path::Path;
+
+/// A second child for every Blog, a copy of the first.
+pub const TWO_CHILDREN: &[(&str, &str)] = &[(
+    "        Desired::new().child(ConfigMap {",
+    "        let copy = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!(\"{name}-copy\")),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            data: Some(data.clone()),
+            ..ConfigMap::default()
+        };
+        Desired::new().child(copy)?.child(ConfigMap {",
+)];
+
+/// Each `(scaffolded, written)` of `edits` replaces the scaffolded text once in `project`'s
+/// Blog controller; a text the scaffold no longer has fails loudly.
+pub fn edit_blog_controller(project: &Path, edits: &[(&str, &str)]) {
+    let controller = project.join("src/controllers/apps/blog_controller.rs");
+    let mut code = std::fs::read_to_string(&controller).expect("the Blog's controller");
+    for (scaffolded, written) in edits {
+        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
+        code = code.replacen(scaffolded, written, 1);
+    }
+    std::fs::write(&controller, code).expect("write the Blog's controller");
+}
