@@ -314,13 +314,7 @@ fn delete_types(
         "+kopgen:scaffold:manifestskustomizesamples",
         &[format!("- {sample}")],
     )?;
-    let crd_entry = format!(
-        "{}::api::{}::{}::{}::crd(),",
-        project.project_name.replace('-', "_"),
-        kind.group_mod,
-        kind.version_mod,
-        resource.kind
-    );
+    let crd_entry = kind.crd_entry(project);
     unedit(
         changes,
         "tests/crds.rs",

@@ -54,6 +54,18 @@ impl Kind {
         }
     }
 
+    /// The kind's line in the project's `tests/crds.rs` (the drift test): its `crd()` by the
+    /// path the crate's code names it, which `create api` adds and `delete api` removes.
+    pub(super) fn crd_entry(&self, project: &Project) -> String {
+        format!(
+            "{}::api::{}::{}::{}::crd(),",
+            project.project_name.replace('-', "_"),
+            self.group_mod,
+            self.version_mod,
+            self.kind
+        )
+    }
+
     pub(super) fn context(&self, project: &Project, header: &str) -> tera::Context {
         let mut context = tera::Context::new();
         context.insert("header", header);

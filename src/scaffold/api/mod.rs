@@ -359,13 +359,7 @@ fn plan_resource(
         "+kopgen:scaffold:crdkustomizeresource",
         &[format!("- bases/{full_group}_{plural}.yaml")],
     )?;
-    let crd_entry = format!(
-        "{}::api::{}::{}::{}::crd(),",
-        project.project_name.replace('-', "_"),
-        kind.group_mod,
-        kind.version_mod,
-        options.kind
-    );
+    let crd_entry = kind.crd_entry(project);
     // An adopted crate without a library has no drift test (`init --adopt` says why).
     if !project.adopted || changes.exists("tests/crds.rs") {
         edit(
