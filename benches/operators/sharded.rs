@@ -17,6 +17,7 @@
 //!   measured cold: a new manager takes the Lease at once, then fills its caches, as a replica
 //!   did before warm standbys.
 //!
+//! `KOPGEN_BENCH_MODES=one,standby` runs some of the modes (`one`, `standby`, `2`, `3`).
 //! It prints a Markdown table; the figures go to docs/BENCHMARKS.md.
 
 // The runtime's hash, to find an object a given replica holds (its tests are the runtime's).
@@ -84,7 +85,31 @@ struct Figures {
     taken_to_reconciled: Duration,
 }
 
-/// Runs every mode at each object count and prints the table.
+/// The modes to run: `KOPGEN_BENCH_MODES` (comma-separated, of `one`, `standby`, `2`, `3`:
+/// `one,standby` compares failovers alone), else all four.
+fn modes() -> Vec<Mode> {
+    let all = [Mode::One, Mode::Standby, Mode::Shards(2), Mode::Shards(3)];
+    let Ok(wanted) = std::env::var("KOPGEN_BENCH_MODES") else {
+        return all.to_vec();
+    };
+    let named = |mode: &Mode| match mode {
+        Mode::One => "one".to_owned(),
+        Mode::Standby => "standby".to_owned(),
+        Mode::Shards(n) => n.to_string(),
+    };
+    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+    let modes: Vec<Mode> = all
+        .into_iter()
+        .filter(|mode| wanted.contains(&named(mode).as_str()))
+        .collect();
+    assert!(
+        !modes.is_empty(),
+        "KOPGEN_BENCH_MODES names none of one, standby, 2, 3"
+    );
+    modes
+}
+
+/// Runs the modes at each object count and prints the table.
 pub fn bench() {
     let counts = crate::object_counts("10000");
     let assets = assets();
@@ -95,7 +120,7 @@ pub fn bench() {
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for &count in &counts {
-        for mode in [Mode::One, Mode::Standby, Mode::Shards(2), Mode::Shards(3)] {
+        for mode in modes() {
             let f = run(&assets, &binary, &crds, mode, count);
             let mib = |kib: u64| kib as f64 / 1024.0;
             let _ = writeln!(

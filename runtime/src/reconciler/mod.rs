@@ -52,6 +52,7 @@ mod priority;
 mod report;
 mod run;
 mod setup;
+mod standby;
 #[cfg(test)]
 mod tests;
 

@@ -1,6 +1,6 @@
 //! A controller's loop: the watch of the kind it reconciles, the caches of its children and of
 //! what it watches, what queues an object (a change that triggers, an owner of a changed child,
-//! a mapped watch, a standby's catch-up, the periodic resync, a retry), and the reconciles,
+//! a mapped watch, what a standby held, its catch-up, the periodic resync, a retry), and the reconciles,
 //! until shutdown.
 
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use super::{
     priority::{self, Room},
     reconcile, report,
     setup::References,
+    standby::Held,
 };
 use crate::{
     Context, Error, Result,
@@ -63,10 +64,12 @@ pub async fn run<R: Reconcile>(
     // kept from every event of the kind, before any trigger filter.
     let indexes: Vec<_> = setup.watches.iter().map(|w| w.index()).collect();
     let references: Vec<_> = indexes.iter().flatten().cloned().collect();
-    // A standby's lists trigger nothing: when it starts to lead, what changed meanwhile is
-    // queued already and goes first; every object follows (`catch_up`). With shards, each
-    // bucket gained is listed and triggered anew instead.
+    // A standby's lists trigger nothing, and its other triggers are held: when it starts to
+    // lead, what the old leader did not finish is queued first (`standby`); every object
+    // follows (`catch_up`). With shards, each bucket gained is listed and triggered anew
+    // instead.
     let standby = ctx.shards.is_none() && !ctx.leadership.is_leading();
+    let held = Held::new(standby, store.clone());
     let lists_trigger = {
         let leadership = ctx.leadership.clone();
         move || !standby || leadership.is_leading()
@@ -86,8 +89,21 @@ pub async fn run<R: Reconcile>(
         Room::new(usize::from(concurrency), depth, ctx.metrics.queue_left())
     };
     let catch_up = catch_up::<R>(&ctx, &store, standby, room.clone());
+    let released = {
+        let metrics = metrics.clone();
+        let settled: fn(&R::Kind) -> bool = match R::OWNS_STATUS {
+            true => report::observed::<R::Kind>,
+            false => |_| false,
+        };
+        (held.clone())
+            .released(ctx.leadership.clone(), settled)
+            .inspect(move |object| {
+                let key = queue_key(object.namespace.as_deref(), &object.name);
+                metrics.queued(R::NAME, &key)
+            })
+    };
     let settled = (from_lists, store.clone(), room.clone());
-    let triggers = triggers::<R>(&ctx, &setup, events, settled);
+    let triggers = triggers::<R>(&ctx, &setup, events, settled, &held);
     let (caches, owners, mut tasks) = children::<R>(&ctx, &errors);
     // The other kinds it watches, each mapped to the objects to reconcile.
     let mut lookups = Lookups::default();
@@ -104,10 +120,11 @@ pub async fn run<R: Reconcile>(
     let _tasks = AbortOnDrop(tasks);
     let mapped = {
         let metrics = metrics.clone();
-        futures::stream::select_all(mapped).inspect(move |object| {
-            let key = queue_key(object.namespace.as_deref(), &object.name);
-            metrics.queued(R::NAME, &key)
-        })
+        held.refs(futures::stream::select_all(mapped))
+            .inspect(move |object| {
+                let key = queue_key(object.namespace.as_deref(), &object.name);
+                metrics.queued(R::NAME, &key)
+            })
     };
     let shared = Arc::new(Shared::new(
         Arc::new(reconciler),
@@ -146,6 +163,7 @@ pub async fn run<R: Reconcile>(
     };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(mapped)
+        .reconcile_on(released)
         .reconcile_on(catch_up)
         .reconcile_on(resync)
         .reconcile_on(retried)
@@ -259,6 +277,7 @@ fn triggers<R: Reconcile>(
     setup: &Setup<R>,
     events: impl Stream<Item = watcher::Result<R::Kind>> + Send + 'static,
     (from_lists, store, room): (Listed<R::Kind>, Store<R::Kind>, Room),
+    held: &Held<R::Kind>,
 ) -> BoxStream<'static, watcher::Result<R::Kind>> {
     let triggers = if R::OWNS_STATUS {
         let observed = report::observed::<R::Kind>;
@@ -278,7 +297,7 @@ fn triggers<R: Reconcile>(
         events.boxed()
     };
     let metrics = ctx.metrics.clone();
-    triggers
+    held.objects(triggers)
         .inspect_ok(move |object| {
             let key = queue_key(object.namespace().as_deref(), &object.name_any());
             metrics.queued(R::NAME, &key)
