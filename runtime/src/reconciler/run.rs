@@ -1,7 +1,7 @@
 //! A controller's loop: the watch of the kind it reconciles, the caches of its children and of
 //! what it watches, what queues an object (a change that triggers, an owner of a changed child,
-//! a mapped watch, what a standby held, its catch-up, the periodic resync, a retry), and the reconciles,
-//! until shutdown.
+//! a mapped watch, what a standby held, its catch-up, the periodic resync, a retry), and the
+//! reconciles, until shutdown.
 
 use std::sync::Arc;
 
