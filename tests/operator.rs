@@ -20,7 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use permissions::{granted_permissions, used_permissions};
+use permissions::{used_as_granted, used_permissions};
 use serde_json::Value;
 use support::blog::{
     Manager, SERVICE_ACCOUNT, apply, blog, converged, deploy_blog_project, drop_foo, first_log,
@@ -503,14 +503,6 @@ fn the_generated_operator_works_on_a_real_control_plane() {
     assert_eq!(second.terminate(), Some(0), "{}", second.log());
 
     // RBAC: nothing was forbidden, and the audit log shows what was used of what was granted.
-    for manager in [&first, &second] {
-        let log = manager.log();
-        assert!(
-            !log.to_lowercase().contains("forbidden"),
-            "{} was refused something its RBAC should grant:\n{log}",
-            manager.name
-        );
-    }
     let rbac = kubectl_ok(
         &plane,
         &[
@@ -518,24 +510,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
             &project.join("config/rbac").display().to_string(),
         ],
     );
-    let rbac = rbac
-        .replace("name: manager-role", "name: demo-manager-role")
-        .replace(
-            "name: leader-election-role",
-            "name: demo-leader-election-role",
-        )
-        .replace("name: metrics-auth-role", "name: demo-metrics-auth-role");
-    let granted = granted_permissions(&rbac);
-    let used = used_permissions(&plane);
-    let unused: Vec<String> = granted
-        .difference(&used)
-        .map(|(verb, resource)| format!("{verb} {resource}"))
-        .collect();
-    let ungranted: Vec<String> = used
-        .difference(&granted)
-        .map(|(verb, resource)| format!("{verb} {resource}"))
-        .collect();
-
+    let used = used_as_granted(&plane, &rbac, &[&first, &second]);
     eprintln!("end-to-end steps:");
     for (name, took) in &timings {
         eprintln!("  {name:<50} {:>8.2} s", took.as_secs_f64());
@@ -544,33 +519,7 @@ fn the_generated_operator_works_on_a_real_control_plane() {
         "  leader hand-over after SIGTERM: {:.2} s",
         took_over.as_secs_f64()
     );
-    eprintln!("RBAC verbs used: {}", used.len());
-    eprintln!("RBAC verbs granted but never used: {}", unused.join(", "));
-    // Every request was allowed (no 403 above), so anything "used but not granted" would be an
-    // error in this accounting, not in the RBAC.
-    assert!(ungranted.is_empty(), "used without a grant: {ungranted:?}");
-    // Minimal: every granted verb was used, except `update` of the finalizers subresource,
-    // which no request uses but OwnerReferencesPermissionEnforcement checks for children
-    // whose owner reference blocks owner deletion, `list` of what the caches watch: they
-    // stream their lists here, and list on an API server that cannot (the test below), and
-    // `delete` of Leases, which only `--shards=auto` uses (tests/sharding.rs): a replica
-    // deletes its own Lease when it stops.
-    let needless: Vec<&String> = unused
-        .iter()
-        .filter(|grant| !(grant.starts_with("update ") && grant.ends_with("/finalizers")))
-        .filter(|grant| *grant != "delete coordination.k8s.io/leases")
-        .filter(|grant| {
-            let watched = grant.replacen("list ", "watch ", 1);
-            // A `list` is needless only when its `watch` is unused too.
-            !grant.starts_with("list ") || unused.contains(&watched)
-        })
-        .collect();
-    assert!(needless.is_empty(), "granted but never used: {needless:?}");
-    let listed: Vec<&(String, String)> = used.iter().filter(|(verb, _)| verb == "list").collect();
-    assert!(
-        listed.is_empty(),
-        "the caches list instead of streaming: {listed:?}"
-    );
+    eprintln!("RBAC verbs used: {used}");
 }
 
 /// An API server without streaming lists (the `WatchList` feature off, as by default in
