@@ -158,13 +158,7 @@ fn webhooks_default_validate_and_reload_their_certificate_on_a_real_control_plan
         ],
     );
     assert_eq!(run.status, 0, "{}", run.stderr);
-    let module = project.join("src/webhooks/apps_v1_blog.rs");
-    let mut code = std::fs::read_to_string(&module).expect("webhook module");
-    for (scaffolded, written) in EDITS {
-        assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
-        code = code.replacen(scaffolded, written, 1);
-    }
-    std::fs::write(&module, code).expect("write");
+    support::edits::edit_scaffolded(&project.join("src/webhooks/apps_v1_blog.rs"), EDITS);
     let run = support::run_kopgen(&project, &["manifests"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     let binary = support::build_manager(&project, "demo");

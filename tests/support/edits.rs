@@ -21,11 +21,19 @@ pub const TWO_CHILDREN: &[(&str, &str)] = &[(
 /// Each `(scaffolded, written)` of `edits` replaces the scaffolded text once in `project`'s
 /// Blog controller; a text the scaffold no longer has fails loudly.
 pub fn edit_blog_controller(project: &Path, edits: &[(&str, &str)]) {
-    let controller = project.join("src/controllers/apps/blog_controller.rs");
-    let mut code = std::fs::read_to_string(&controller).expect("the Blog's controller");
+    edit_scaffolded(
+        &project.join("src/controllers/apps/blog_controller.rs"),
+        edits,
+    );
+}
+
+/// Each `(scaffolded, written)` of `edits` replaces the scaffolded text once in the file at
+/// `path`, as a user edits what kopgen wrote; a text the scaffold no longer has fails loudly.
+pub fn edit_scaffolded(path: &Path, edits: &[(&str, &str)]) {
+    let mut code = std::fs::read_to_string(path).expect("a scaffolded file");
     for (scaffolded, written) in edits {
         assert!(code.contains(scaffolded), "{scaffolded}\nnot in\n{code}");
         code = code.replacen(scaffolded, written, 1);
     }
-    std::fs::write(&controller, code).expect("write the Blog's controller");
+    std::fs::write(path, code).expect("write the scaffolded file");
 }
