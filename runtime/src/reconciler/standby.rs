@@ -71,7 +71,7 @@ impl<K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Held<K> {
         // (a linear pass, paid for by as many holds).
         if order.len() > 2 * self.cache.len() + SLACK {
             order.retain(|key| self.cache.get(key).is_some());
-            seen.retain(|key| self.cache.get(key).is_some());
+            *seen = order.iter().cloned().collect();
         }
         true
     }
