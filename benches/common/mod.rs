@@ -165,6 +165,39 @@ pub fn anonymous_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The resident pages of `pid`'s own executable file (KiB, from `/proc/<pid>/smaps`): the part
+/// of its file-backed RSS that is its code and read-only data, as against shared libraries'.
+#[allow(
+    dead_code,
+    reason = "the shards bench reports it, the operators bench does not"
+)]
+pub fn executable_kib(pid: u32) -> u64 {
+    let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+        return 0;
+    };
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let exe = exe.to_string_lossy();
+    let mut own = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            // A mapping's header: its address range first, its path (if any) last.
+            Some(first) if first.contains('-') && !first.ends_with(':') => {
+                own = line.trim_end().ends_with(exe.as_ref());
+            }
+            Some("Rss:") if own => {
+                kib += fields
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+            _ => {}
+        }
+    }
+    kib
+}
+
 /// `ticks` of `/proc`'s CPU times (USER_HZ, 100 a second on Linux) as a duration.
 pub fn clock_ticks(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 10)

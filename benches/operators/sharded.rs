@@ -36,7 +36,9 @@ use std::{
 
 use crate::MANAGER_USER;
 use crate::audit::{breakdown, time_at};
-use crate::common::{anonymous_kib, assets, build_edited_kopgen_operator, install, kubectl, usage};
+use crate::common::{
+    anonymous_kib, assets, build_edited_kopgen_operator, executable_kib, install, kubectl, usage,
+};
 use crate::control_plane::{ControlPlane, Options, free_port};
 use crate::edits::TWO_CHILDREN;
 use crate::ready::ReadyWatch;
@@ -239,10 +241,12 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
     for (i, replica) in replicas.iter().enumerate() {
         let (hwm, rss, cpu) = usage(replica.id());
         let anonymous = anonymous_kib(replica.id());
+        let executable = executable_kib(replica.id());
         let name = format!("replica-{i}");
         let buckets = held.iter().filter(|owner| **owner == name).count();
         eprintln!(
-            "  {name}: CPU {:.2} s, RSS {rss} KiB (anonymous {anonymous} KiB), {buckets} buckets held",
+            "  {name}: CPU {:.2} s, RSS {rss} KiB (anonymous {anonymous} KiB, of the executable \
+             {executable} KiB), {buckets} buckets held",
             cpu.as_secs_f64(),
         );
         figures.peak_rss_kib = figures.peak_rss_kib.max(hwm.max(peak));
