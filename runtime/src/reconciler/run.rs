@@ -90,17 +90,11 @@ pub async fn run<R: Reconcile>(
     };
     let catch_up = catch_up::<R>(&ctx, &store, standby, room.clone());
     let released = {
-        let metrics = metrics.clone();
         let settled: fn(&R::Kind) -> bool = match R::OWNS_STATUS {
             true => report::observed::<R::Kind>,
             false => |_| false,
         };
-        (held.clone())
-            .released(ctx.leadership.clone(), settled)
-            .inspect(move |object| {
-                let key = queue_key(object.namespace.as_deref(), &object.name);
-                metrics.queued(R::NAME, &key)
-            })
+        (held.clone()).released(ctx.leadership.clone(), settled)
     };
     let settled = (from_lists, store.clone(), room.clone());
     let triggers = triggers::<R>(&ctx, &setup, events, settled, &held);
@@ -118,13 +112,14 @@ pub async fn run<R: Reconcile>(
     }
     // The caches' watches stop with the controller.
     let _tasks = AbortOnDrop(tasks);
+    // With what a standby held, queued once it leads.
     let mapped = {
         let metrics = metrics.clone();
-        held.refs(futures::stream::select_all(mapped))
-            .inspect(move |object| {
-                let key = queue_key(object.namespace.as_deref(), &object.name);
-                metrics.queued(R::NAME, &key)
-            })
+        let mapped = held.refs(futures::stream::select_all(mapped));
+        futures::stream::select(mapped, released).inspect(move |object| {
+            let key = queue_key(object.namespace.as_deref(), &object.name);
+            metrics.queued(R::NAME, &key)
+        })
     };
     let shared = Arc::new(Shared::new(
         Arc::new(reconciler),
@@ -163,7 +158,6 @@ pub async fn run<R: Reconcile>(
     };
     let controller = Controller::for_stream(triggers, store)
         .reconcile_on(mapped)
-        .reconcile_on(released)
         .reconcile_on(catch_up)
         .reconcile_on(resync)
         .reconcile_on(retried)
