@@ -379,7 +379,7 @@ fn kopgen_and_the_api_server_agree_on_which_rules_fit_the_cost_budget() {
 #[test]
 fn real_world_crds_fit_the_budget_as_the_api_server_says() {
     let test = "real_world_crds_fit_the_budget_as_the_api_server_says";
-    let Some(dir) = support::corpus_dir() else {
+    let Some(dir) = support::corpus::corpus_dir() else {
         // Data beside the repository, not a tool: its absence is never a CI failure.
         support::control_plane::skip_notice(test, "../shared/corpus/crds not found");
         return;

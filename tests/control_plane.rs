@@ -118,7 +118,7 @@ fn every_crd_is_accepted_by_the_api_server_exactly_when_the_lint_passes() {
     }
     let fixtures = crds.len();
     let scratch = tempfile::tempdir().expect("tempdir");
-    if let Some(sources) = support::kopium_sources(scratch.path(), test) {
+    if let Some(sources) = support::corpus::kopium_sources(scratch.path(), test) {
         for kopium in sources {
             crds.extend(derive(&format!("kopium {}", kopium.name), &kopium.path));
         }

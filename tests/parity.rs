@@ -453,7 +453,7 @@ fn similarity(original: &serde_yaml::Value, ours: &serde_yaml::Value) -> (f64, u
 fn real_world_crds_round_trip_through_kopium() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let test = "real_world_crds_round_trip_through_kopium";
-    let Some(sources) = support::kopium_sources(scratch.path(), test) else {
+    let Some(sources) = support::corpus::kopium_sources(scratch.path(), test) else {
         return;
     };
     let mut cases = Vec::new();

@@ -4,6 +4,7 @@
 pub mod adopt;
 pub mod api;
 mod cluster_role;
+mod conversion;
 pub mod delete_api;
 pub mod delete_webhook;
 pub(crate) mod derived;

@@ -10,7 +10,10 @@
 
 use std::{
     collections::HashSet,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use futures::{Stream, StreamExt};
@@ -31,6 +34,9 @@ type Waiting<K> = Option<(HashSet<ObjectRef<K>>, Vec<ObjectRef<K>>)>;
 /// The triggers a standby holds until it leads, and the cache of their kind.
 pub(super) struct Held<K: Resource<DynamicType = ()> + 'static> {
     waiting: Arc<Mutex<Waiting<K>>>,
+    /// Whether `waiting` may still hold anything: once released, every event of the
+    /// controller's life passes without taking the lock.
+    holding: Arc<AtomicBool>,
     cache: Store<K>,
 }
 
@@ -38,6 +44,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Clone for Held<K> {
     fn clone(&self) -> Self {
         Self {
             waiting: self.waiting.clone(),
+            holding: self.holding.clone(),
             cache: self.cache.clone(),
         }
     }
@@ -53,12 +60,16 @@ impl<K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Held<K> {
         let waiting = standby.then(|| (HashSet::new(), Vec::new()));
         Self {
             waiting: Arc::new(Mutex::new(waiting)),
+            holding: Arc::new(AtomicBool::new(standby)),
             cache,
         }
     }
 
     /// Whether `key` is held (kept for the release) rather than queued now.
     fn hold(&self, key: ObjectRef<K>) -> bool {
+        if !self.holding.load(Ordering::Acquire) {
+            return false;
+        }
         let mut waiting = lock(&self.waiting);
         let Some((seen, order)) = &mut *waiting else {
             return false;
@@ -113,6 +124,7 @@ impl<K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Held<K> {
         futures::stream::once(async move {
             leadership.leading().await;
             let waiting = lock(&self.waiting).take();
+            self.holding.store(false, Ordering::Release);
             waiting.map(|(_, order)| order).unwrap_or_default()
         })
         .flat_map(futures::stream::iter)
