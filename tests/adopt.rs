@@ -190,6 +190,34 @@ fn adopting_refuses_what_it_cannot_adopt_and_changes_nothing() {
     session.write("old/Cargo.toml", &manifest);
     let e = fails_cleanly_in(&project, &["init", "--adopt"]);
     assert!(e.contains("upgrade the crate to them first"), "{e}");
+    // A workspace's member, adopted from its own directory: its versions are the workspace's
+    // (its lock, else its `[workspace.dependencies]`).
+    let member = session.join("workspace/widgets");
+    copy(&fixture(), &member);
+    let manifest = session.read("workspace/widgets/Cargo.toml").replace(
+        "kube = { version = \"5\", default-features = false,",
+        "kube = { workspace = true,",
+    );
+    session.write("workspace/widgets/Cargo.toml", &manifest);
+    session.write(
+        "workspace/Cargo.toml",
+        "[workspace]\nmembers = [\"widgets\"]\nresolver = \"2\"\n\n\
+         [workspace.dependencies]\nkube = { version = \"3.0.0\", default-features = false }\n",
+    );
+    let e = fails_cleanly_in(&member, &["init", "--adopt"]);
+    assert!(
+        e.contains("Cargo.toml: the crate uses kube-core 3.0.0"),
+        "{e}"
+    );
+    session.write(
+        "workspace/Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"kube-derive\"\nversion = \"3.1.0\"\n",
+    );
+    let e = fails_cleanly_in(&member, &["init", "--adopt"]);
+    assert!(
+        e.contains("Cargo.lock: the crate uses kube-derive 3.1.0"),
+        "{e}"
+    );
     // Not a crate.
     std::fs::create_dir_all(session.join("empty")).expect("mkdir");
     let e = fails_cleanly_in(&session.join("empty"), &["init", "--adopt"]);

@@ -2,6 +2,7 @@
 //! them: on other versions the static derivation could differ from the user's own `crd()`
 //! without a word, so kopgen says so (at once, in every mode but `--derive=compile`, which builds that crate).
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// (crate, major.minor) of every crate whose behaviour shapes a CRD, as kopgen's own
@@ -52,19 +53,22 @@ pub fn crate_manifest(path: &Path) -> Option<PathBuf> {
 /// `Cargo.lock` (the crate's, or its workspace's), else from the requirements in `Cargo.toml`.
 pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
     let dir = manifest.parent().unwrap_or(Path::new("."));
+    // Absolute, so that the walk up reaches a workspace's lock from a relative path (`.`).
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let lock = dir
         .ancestors()
         .map(|d| d.join("Cargo.lock"))
         .find(|lock| lock.is_file());
+    let own = crate::regular_file::read_to_string(manifest).unwrap_or_default();
     let (file, versions) = match lock {
         Some(lock) => {
             let text = crate::regular_file::read_to_string(&lock).unwrap_or_default();
-            let versions = locked_versions(&text);
+            let versions = locked_versions(&text, Root::of(&own).as_ref());
             (lock, versions)
         }
         None => {
-            let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
-            (manifest.to_path_buf(), required_versions(&text))
+            let workspace = workspace_dependencies(&dir);
+            (manifest.to_path_buf(), required_versions(&own, &workspace))
         }
     };
     let mut found = Vec::new();
@@ -94,36 +98,140 @@ fn same_minor(version: &str, expected: &str) -> bool {
     major == want_major && (minor.is_none() || minor == want_minor)
 }
 
-/// Every `[[package]]` name and version in a `Cargo.lock`.
-fn locked_versions(lock: &str) -> Vec<(String, String)> {
+/// A crate as its manifest names it: its package, and the dependencies only its tests, examples
+/// and benches use (`[dev-dependencies]`), which never shape what its `crd()` returns.
+struct Root {
+    name: String,
+    dev_only: HashSet<String>,
+}
+
+impl Root {
+    fn of(manifest: &str) -> Option<Self> {
+        let table: toml::Table = manifest.parse().ok()?;
+        let name = table.get("package")?.get("name")?.as_str()?.to_owned();
+        // Each dependency by the package it is (`alias = { package = "real" }`), as the lock has it.
+        let names = |section: &toml::Table, key: &str| -> Vec<String> {
+            let deps = section.get(key).and_then(toml::Value::as_table);
+            deps.into_iter()
+                .flatten()
+                .map(|(alias, spec)| {
+                    let package = spec.get("package").and_then(toml::Value::as_str);
+                    package.unwrap_or(alias).to_owned()
+                })
+                .collect()
+        };
+        // `[dependencies]` and each `[target.'cfg(..)'.dependencies]`.
+        let targets = table.get("target").and_then(toml::Value::as_table);
+        let targets = targets.into_iter().flat_map(|t| t.values());
+        let sections = std::iter::once(&table).chain(targets.filter_map(toml::Value::as_table));
+        let mut normal = HashSet::new();
+        let mut dev_only = HashSet::new();
+        for section in sections {
+            normal.extend(names(section, "dependencies"));
+            normal.extend(names(section, "build-dependencies"));
+            dev_only.extend(names(section, "dev-dependencies"));
+        }
+        dev_only.retain(|name| !normal.contains(name));
+        Some(Self { name, dev_only })
+    }
+}
+
+/// The name and version of every package in a `Cargo.lock` that the crate `root` builds its
+/// library and binaries with: reached from its package but not through its dev-only
+/// dependencies (a test harness on an older kube does not shape `crd()`). Every package when
+/// the lock does not have the crate.
+fn locked_versions(lock: &str, root: Option<&Root>) -> Vec<(String, String)> {
     let Ok(value) = lock.parse::<toml::Table>() else {
         return Vec::new();
     };
-    value
-        .get("package")
-        .and_then(toml::Value::as_array)
-        .into_iter()
-        .flatten()
+    let listed = value.get("package").and_then(toml::Value::as_array);
+    let packages: Vec<(&str, &str, Vec<&str>)> = (listed.into_iter().flatten())
         .filter_map(|p| {
-            let name = p.get("name")?.as_str()?;
-            let version = p.get("version")?.as_str()?;
-            Some((name.to_owned(), version.to_owned()))
+            let dependencies = p.get("dependencies").and_then(toml::Value::as_array);
+            let dependencies = dependencies.into_iter().flatten();
+            Some((
+                p.get("name")?.as_str()?,
+                p.get("version")?.as_str()?,
+                dependencies.filter_map(toml::Value::as_str).collect(),
+            ))
         })
+        .collect();
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (index, (name, _, _)) in packages.iter().enumerate() {
+        by_name.entry(name).or_default().push(index);
+    }
+    let start = root.and_then(|root| by_name.get(root.name.as_str())?.first().copied());
+    let reached = match (root, start) {
+        (Some(root), Some(start)) => {
+            let mut reached = vec![false; packages.len()];
+            reached[start] = true;
+            let mut stack = vec![start];
+            while let Some(at) = stack.pop() {
+                for dependency in &packages[at].2 {
+                    // `name`, or `name version [(source)]` where the lock has several versions.
+                    let mut parts = dependency.split(' ');
+                    let name = parts.next().unwrap_or_default();
+                    let version = parts.next();
+                    if at == start && root.dev_only.contains(name) {
+                        continue;
+                    }
+                    let candidates = by_name.get(name).into_iter().flatten();
+                    let found = candidates
+                        .copied()
+                        .find(|&i| version.is_none_or(|version| packages[i].1 == version));
+                    if let Some(next) = found.filter(|&next| !reached[next]) {
+                        reached[next] = true;
+                        stack.push(next);
+                    }
+                }
+            }
+            reached
+        }
+        _ => vec![true; packages.len()],
+    };
+    (packages.iter().zip(reached))
+        .filter(|(_, reached)| *reached)
+        .map(|((name, version, _), _)| ((*name).to_owned(), (*version).to_owned()))
         .collect()
 }
 
+/// `[workspace.dependencies]` of the workspace `dir`'s crate belongs to (the nearest manifest
+/// above it with a `[workspace]`), where a member's `kube = { workspace = true }` is resolved.
+fn workspace_dependencies(dir: &Path) -> toml::Table {
+    dir.ancestors()
+        .skip(1)
+        .map(|d| d.join("Cargo.toml"))
+        .filter(|manifest| manifest.is_file())
+        .filter_map(|manifest| crate::regular_file::read_to_string(&manifest).ok())
+        .filter_map(|text| text.parse::<toml::Table>().ok())
+        .find_map(|table| {
+            table
+                .get("workspace")
+                .and_then(toml::Value::as_table)
+                .cloned()
+        })
+        .and_then(|workspace| workspace.get("dependencies")?.as_table().cloned())
+        .unwrap_or_default()
+}
+
 /// The version requirements of the dependencies in a `Cargo.toml` (`kube` stands for
-/// kube-derive and kube-core, which it re-exports at its own version).
-fn required_versions(manifest: &str) -> Vec<(String, String)> {
+/// kube-derive and kube-core, which it re-exports at its own version); a dependency inherited
+/// from the workspace has the workspace's requirement.
+fn required_versions(manifest: &str, workspace: &toml::Table) -> Vec<(String, String)> {
     let Ok(value) = manifest.parse::<toml::Table>() else {
         return Vec::new();
     };
     let mut found = Vec::new();
-    for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+    for table in ["dependencies", "build-dependencies"] {
         let Some(deps) = value.get(table).and_then(toml::Value::as_table) else {
             continue;
         };
         for (name, spec) in deps {
+            let inherited = spec.get("workspace").and_then(toml::Value::as_bool) == Some(true);
+            let spec = match workspace.get(name) {
+                Some(declared) if inherited => declared,
+                _ => spec,
+            };
             let version = match spec {
                 toml::Value::String(v) => Some(v.as_str()),
                 toml::Value::Table(t) => t.get("version").and_then(toml::Value::as_str),
@@ -152,7 +260,7 @@ mod tests {
     fn reproduced_versions_are_kopgens_own() {
         let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
             .expect("Cargo.lock");
-        let locked = locked_versions(&lock);
+        let locked = locked_versions(&lock, None);
         for (krate, expected) in REPRODUCED {
             if *krate == "kube-derive" {
                 // kopgen does not link kube-derive; kube-core moves in step with it.
@@ -170,6 +278,67 @@ mod tests {
         }
     }
 
+    /// What a crate builds with is what its own dependencies reach (kube re-exported by another
+    /// crate included); a test harness on another kube, reached only through a dev-dependency,
+    /// is not.
+    #[test]
+    fn a_lock_is_read_from_the_crates_own_dependencies() {
+        let lock = r#"
+            [[package]]
+            name = "op"
+            version = "0.1.0"
+            dependencies = ["envtest", "kube 5.0.0", "wrapper"]
+            [[package]]
+            name = "envtest"
+            version = "0.2.0"
+            dependencies = ["kube 3.1.0"]
+            [[package]]
+            name = "wrapper"
+            version = "1.0.0"
+            dependencies = ["kube 5.0.0 (registry+https://github.com/rust-lang/crates.io-index)"]
+            [[package]]
+            name = "kube"
+            version = "5.0.0"
+            dependencies = ["kube-derive 5.0.0"]
+            [[package]]
+            name = "kube"
+            version = "3.1.0"
+            dependencies = ["kube-derive 3.1.0"]
+            [[package]]
+            name = "kube-derive"
+            version = "5.0.0"
+            [[package]]
+            name = "kube-derive"
+            version = "3.1.0"
+        "#;
+        let derives = |manifest: &str| -> Vec<String> {
+            let root = Root::of(manifest).expect("a package");
+            let mut found: Vec<String> = locked_versions(lock, Some(&root))
+                .into_iter()
+                .filter(|(name, _)| name == "kube-derive")
+                .map(|(_, version)| version)
+                .collect();
+            found.sort();
+            found
+        };
+        let package = "[package]\nname = \"op\"\n";
+        let dev = format!(
+            "{package}[dependencies]\nkube = \"5\"\n[dev-dependencies]\nenvtest = \"0.2\"\n"
+        );
+        assert_eq!(derives(&dev), ["5.0.0"]);
+        let normal = format!("{package}[dependencies]\nkube = \"5\"\nenvtest = \"0.2\"\n");
+        assert_eq!(derives(&normal), ["3.1.0", "5.0.0"]);
+        let renamed = format!(
+            "{package}[dev-dependencies]\nharness = {{ package = \"envtest\", version = \"0.2\" }}\n"
+        );
+        assert_eq!(derives(&renamed), ["5.0.0"]);
+        assert_eq!(
+            locked_versions(lock, None).len(),
+            7,
+            "without the crate: every package"
+        );
+    }
+
     #[test]
     fn requirements_and_locks_are_compared_by_minor_version() {
         assert!(same_minor("5.0.3", "5.0"));
@@ -177,8 +346,12 @@ mod tests {
         assert!(!same_minor("4.0.0", "5.0"));
         assert!(!same_minor("0.28.1", "0.29"));
         let manifest = "[dependencies]\nkube = { version = \"4\", features = [\"derive\"] }\nschemars = \"1.2\"\n";
-        let required = required_versions(manifest);
+        let required = required_versions(manifest, &toml::Table::new());
         assert!(required.contains(&("kube-derive".into(), "4".into())));
         assert!(required.contains(&("schemars".into(), "1.2".into())));
+        let member = "[dependencies]\nkube = { workspace = true, features = [\"derive\"] }\n";
+        let workspace: toml::Table = "kube = { version = \"3.0.0\" }".parse().expect("toml");
+        let required = required_versions(member, &workspace);
+        assert!(required.contains(&("kube-core".into(), "3.0.0".into())));
     }
 }
