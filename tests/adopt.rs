@@ -285,3 +285,39 @@ fn a_binary_crate_is_adopted_without_a_drift_test() {
     );
     ok(&project, &["manifests", "--check"]);
 }
+
+/// GitHub runs only the workflows at a repository's root: a crate below it (a workspace's
+/// member, a monorepo's crate) gets a workflow whose steps run in its directory, and a note
+/// saying where the workflow must go; a crate at the root gets neither.
+#[test]
+fn a_crate_below_its_repository_gets_a_workflow_that_runs_in_its_directory() {
+    let session = Session::new();
+    std::fs::create_dir_all(session.join("shop/.git")).expect("mkdir");
+    let member = session.join("shop/operators/widgets");
+    copy(&fixture(), &member);
+    let run = ok(&member, &["init", "--adopt"]);
+    let note = "move .github/workflows/kopgen.yml to ";
+    assert!(run.stdout.contains(note), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("run in `operators/widgets`"),
+        "{}",
+        run.stdout
+    );
+    let workflow = session.read("shop/operators/widgets/.github/workflows/kopgen.yml");
+    assert!(
+        workflow.contains("    defaults:\n      run:\n        working-directory: \"operators/widgets\"\n    steps:"),
+        "{workflow}"
+    );
+    let parsed: serde_json::Value = serde_saphyr::from_str(&workflow).expect("YAML");
+    assert_eq!(
+        parsed["jobs"]["manifests"]["defaults"]["run"]["working-directory"],
+        "operators/widgets"
+    );
+
+    std::fs::create_dir_all(session.join("alone/.git")).expect("mkdir");
+    copy(&fixture(), &session.join("alone"));
+    let run = ok(&session.join("alone"), &["init", "--adopt"]);
+    assert!(!run.stdout.contains(note), "{}", run.stdout);
+    let workflow = session.read("alone/.github/workflows/kopgen.yml");
+    assert!(!workflow.contains("working-directory"), "{workflow}");
+}

@@ -95,6 +95,15 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             if let Some(why) = &adopted.no_drift_test {
                 writeln!(out, "note: no drift test: {why}")?;
             }
+            if let Some((repository, directory)) = &adopted.below_repository {
+                writeln!(
+                    out,
+                    "note: GitHub runs only the workflows at the repository's root: move \
+                     .github/workflows/kopgen.yml to {}/.github/workflows/ (its steps run in \
+                     `{directory}`)",
+                    repository.display()
+                )?;
+            }
             if !args.dry_run {
                 writeln!(
                     out,

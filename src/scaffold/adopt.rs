@@ -81,6 +81,10 @@ pub struct Adopted {
     /// CRDs the static reader could not write (kinds that need compiling): `kopgen manifests`
     /// writes them.
     pub not_written: Vec<String>,
+    /// The git repository the crate sits below (a workspace's member, a monorepo's crate) and
+    /// the crate's directory in it: the workflow runs there, but GitHub reads workflows only
+    /// from the repository's root, where the user must move it.
+    pub below_repository: Option<(PathBuf, String)>,
 }
 
 /// Reads the crate and renders what adopting writes, in memory.
@@ -139,7 +143,17 @@ pub fn plan(options: &AdoptOptions) -> Result<(ChangeSet, Adopted), AdoptError> 
             changes.put(output, templates::render(&name, &context)?);
         }
     }
-    let mut adopted = Adopted::default();
+    let mut adopted = Adopted {
+        below_repository: below_repository(root),
+        ..Adopted::default()
+    };
+    if let Some((_, directory)) = &adopted.below_repository {
+        // Quoted as a YAML string; a name with other characters is left to the user (the note).
+        let plain = |c: char| c.is_ascii_alphanumeric() || "._-/".contains(c);
+        if directory.chars().all(plain) {
+            context.insert("working_directory", &format!("\"{directory}\""));
+        }
+    }
     put_makefile(&mut changes, &context, &mut adopted)?;
     if !changes.exists(WORKFLOW) {
         changes.put(
@@ -266,6 +280,15 @@ fn list_kinds(changes: &mut ChangeSet, project: &Project) -> Result<(), AdoptErr
 
 /// The Makefile, or the targets an existing one lacks appended to it (each block of the
 /// template that defines a target the Makefile already has is left out).
+/// The git repository `root` is below, and `root`'s path in it; `None` at the repository's
+/// root or outside any repository.
+fn below_repository(root: &Path) -> Option<(PathBuf, String)> {
+    let root = std::fs::canonicalize(root).ok()?;
+    let repository = root.ancestors().find(|dir| dir.join(".git").exists())?;
+    let directory = root.strip_prefix(repository).ok()?.to_str()?;
+    (!directory.is_empty()).then(|| (repository.to_path_buf(), directory.replace('\\', "/")))
+}
+
 fn put_makefile(
     changes: &mut ChangeSet,
     context: &tera::Context,
