@@ -5,6 +5,8 @@
 #[path = "tables/kubernetes.rs"]
 mod kubernetes;
 mod support;
+#[path = "tables/versions.rs"]
+mod versions;
 
 use std::{
     collections::BTreeMap,
@@ -14,6 +16,11 @@ use std::{
 
 /// The source directory of the Kubernetes version k8s-openapi's `latest` feature selects.
 fn k8s_openapi_latest() -> PathBuf {
+    k8s_openapi_version("latest")
+}
+
+/// The source directory of the Kubernetes version k8s-openapi's feature `alias` selects.
+fn k8s_openapi_version(alias: &str) -> PathBuf {
     let output =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args(["metadata", "--format-version", "1", "--manifest-path"])
@@ -32,9 +39,9 @@ fn k8s_openapi_latest() -> PathBuf {
         .iter()
         .find(|p| p["name"] == "k8s-openapi")
         .expect("k8s-openapi is a dependency");
-    let latest = package["features"]["latest"][0]
+    let latest = package["features"][alias][0]
         .as_str()
-        .expect("the latest feature names a version");
+        .expect("the feature names a version");
     Path::new(package["manifest_path"].as_str().expect("manifest path"))
         .with_file_name("src")
         .join(latest)
@@ -235,6 +242,14 @@ fn check(path: &str, generated: &str) {
 fn k8s_types_table_is_generated_from_k8s_openapi() {
     let types = types(&k8s_openapi_latest());
     check("src/manifests/library/k8s_types.rs", &k8s_types_rs(&types));
+}
+
+#[test]
+fn k8s_versions_table_is_generated_from_k8s_openapi() {
+    let earliest = k8s_openapi_version("earliest");
+    let earliest = earliest.file_name().expect("a version").to_string_lossy();
+    let generated = versions::k8s_versions_rs(&k8s_openapi_latest(), &earliest);
+    check("src/manifests/library/k8s_versions.rs", &generated);
 }
 
 #[test]

@@ -147,6 +147,10 @@ pub async fn authorize(State(checker): State<Checker>, request: Request, next: N
 
 /// Asks the API server who holds `token` and whether they may `get` `path`.
 pub async fn access(client: &Client, token: String, path: &str) -> kube::Result<Access> {
+    // Optional before Kubernetes 1.36, as k8s-openapi types it for the version the operator picks.
+    k8s_openapi::k8s_if_le_1_35! {
+        let token = Some(token);
+    }
     let review = TokenReview {
         spec: TokenReviewSpec {
             token,

@@ -146,10 +146,25 @@ fn short(ready: Option<i32>, wanted: i32, what: &str) -> Option<String> {
     (ready < wanted).then(|| format!("{ready} of {wanted} replicas {what}"))
 }
 
+/// The replicas a workload's `spec` asks for (1 when unset): `spec` is required from
+/// Kubernetes 1.37 on and optional before, as k8s-openapi types it for the version the operator
+/// picks.
+macro_rules! replicas {
+    ($spec:expr) => {{
+        k8s_openapi::k8s_if_le_1_36! {
+            let replicas = $spec.as_ref().and_then(|spec| spec.replicas);
+        }
+        k8s_openapi::k8s_if_ge_1_37! {
+            let replicas = $spec.replicas;
+        }
+        replicas.unwrap_or(1)
+    }};
+}
+
 impl Available for Deployment {
     fn unavailable(&self) -> Option<String> {
         let status = self.status.clone().unwrap_or_default();
-        let wanted = self.spec.replicas.unwrap_or(1);
+        let wanted = replicas!(self.spec);
         let stuck = (status.conditions.iter().flatten())
             .find(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"));
         if let Some(stuck) = stuck {
@@ -165,7 +180,7 @@ impl Available for Deployment {
 impl Available for StatefulSet {
     fn unavailable(&self) -> Option<String> {
         let status = self.status.clone().unwrap_or_default();
-        let wanted = self.spec.replicas.unwrap_or(1);
+        let wanted = replicas!(self.spec);
         unobserved(self, status.observed_generation)
             .or_else(|| short(status.updated_replicas, wanted, "updated"))
             .or_else(|| short(status.ready_replicas, wanted, "ready"))

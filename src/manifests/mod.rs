@@ -238,6 +238,7 @@ fn derive_each(
             .collect(),
         None => {
             let mut builder = schema::Builder::new(&index);
+            builder.k8s_version = options.manifest.as_deref().and_then(versions::k8s_version);
             let schemas = kinds
                 .iter()
                 .map(|kind| match generated_by_a_macro(kind) {

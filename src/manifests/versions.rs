@@ -87,6 +87,49 @@ pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
     found
 }
 
+/// The Kubernetes version the crate of `manifest` selects with a k8s-openapi feature (`v1_33`,
+/// `earliest`), when it is not the one `latest` selects, whose schemas kopgen holds: k8s-openapi
+/// types' schemas differ between versions (new fields, new descriptions), so a kind that embeds
+/// one of those is compiled. `None` for `latest`, or where the crate leaves the choice to
+/// another (a library whose binary picks it).
+pub fn k8s_version(manifest: &Path) -> Option<String> {
+    use super::library::k8s_versions::{EARLIEST, LATEST};
+    let text = crate::regular_file::read_to_string(manifest).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let workspace = workspace_dependencies(&dir);
+    let targets = table.get("target").and_then(toml::Value::as_table);
+    let targets = targets.into_iter().flat_map(|t| t.values());
+    let sections = std::iter::once(&table).chain(targets.filter_map(toml::Value::as_table));
+    let mut features = Vec::new();
+    for section in sections {
+        for key in ["dependencies", "build-dependencies"] {
+            let deps = section.get(key).and_then(toml::Value::as_table);
+            for (alias, spec) in deps.into_iter().flatten() {
+                let package = spec.get("package").and_then(toml::Value::as_str);
+                if package.unwrap_or(alias) != "k8s-openapi" {
+                    continue;
+                }
+                let inherited = spec.get("workspace").and_then(toml::Value::as_bool) == Some(true);
+                let declared = workspace.get(alias).filter(|_| inherited);
+                for spec in std::iter::once(spec).chain(declared) {
+                    let listed = spec.get("features").and_then(toml::Value::as_array);
+                    let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
+                    features.extend(listed.map(str::to_owned));
+                }
+            }
+        }
+    }
+    let version = features.iter().find_map(|feature| match feature.as_str() {
+        "latest" => Some(LATEST),
+        "earliest" => Some(EARLIEST),
+        other if other.starts_with("v1_") => Some(other),
+        _ => None,
+    })?;
+    (version != LATEST).then(|| version.to_owned())
+}
+
 /// Whether `version` (`5.0.3`, `5`, `^0.29`) is within `expected` (`5.0`). A requirement that
 /// names only a major version is taken at its word (cargo may pick any minor).
 fn same_minor(version: &str, expected: &str) -> bool {

@@ -13,6 +13,7 @@ use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 pub mod k8s_types;
+pub mod k8s_versions;
 pub mod known;
 
 use known::SchemaFn;

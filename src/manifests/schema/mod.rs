@@ -20,7 +20,7 @@ use super::{
     generics::{self, Env, bind_generics, bound},
     index::{Index, ItemKind},
     library::{
-        Library,
+        Library, k8s_versions,
         known::{self, Generic},
     },
     paths::{path_segments, type_args},
@@ -68,6 +68,10 @@ pub struct Builder<'a> {
     /// The errors of a struct's other fields, beside the one its derivation returned: every
     /// field is tried, so that one run lists every refusal (see [`Builder::take_more`]).
     more: Vec<SourceError>,
+    /// The Kubernetes version the crate selects with a k8s-openapi feature, when not `latest`'s
+    /// (see [`super::versions::k8s_version`]): a k8s-openapi type whose schema differs there
+    /// needs compiling.
+    pub k8s_version: Option<String>,
 }
 
 /// Values kept from their second use on, so that the (common) values used once are never
@@ -114,7 +118,19 @@ impl<'a> Builder<'a> {
             library: Library::default(),
             depth: 0,
             more: Vec::new(),
+            k8s_version: None,
         }
+    }
+
+    /// The crate's Kubernetes version, if `path` is a k8s-openapi type whose schema differs
+    /// there from `latest`'s.
+    fn differs_in_k8s_version(&self, path: &str) -> Option<&str> {
+        let version = self.k8s_version.as_deref()?;
+        // k8s-openapi's own types (not the `jiff` it re-exports).
+        super::library::k8s_types::lookup(path)?;
+        let bit = k8s_versions::VERSIONS.iter().position(|v| *v == version);
+        let same = bit.is_some_and(|bit| k8s_versions::same_as_latest(path) & (1 << bit) != 0);
+        (!same).then_some(version)
     }
 
     /// The errors found beside the ones returned since the last call.
@@ -312,6 +328,21 @@ impl<'a> Builder<'a> {
                     _ => canonical,
                 };
                 if let Some(f) = known::leaf(&canonical) {
+                    if let Some(version) = self.differs_in_k8s_version(&canonical) {
+                        return Err(SourceError::at(
+                            file,
+                            path.span(),
+                            format!(
+                                "`{canonical}` has another schema under k8s-openapi's feature `{version}`, \
+                                 which the crate enables, than under `latest` ({}), whose schemas kopgen has",
+                                k8s_versions::LATEST
+                            ),
+                        )
+                        .help(
+                            "`--derive=auto` compiles the crate for this kind; or enable k8s-openapi's `latest` feature",
+                        )
+                        .unsupported());
+                    }
                     // Library schemas are the same wherever they are used: from the second use
                     // on (`Condition` in every status), a copy of one generated before.
                     if let Some(schema) = self.leaves.get(&canonical) {
