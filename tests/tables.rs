@@ -47,6 +47,19 @@ fn k8s_openapi_version(alias: &str) -> PathBuf {
         .join(latest)
 }
 
+/// The module path of a k8s-openapi source `file` under `root` (`api`, `core`, `v1`), and the
+/// file parsed.
+fn module_and_items(root: &Path, file: &Path) -> (Vec<String>, syn::File) {
+    let module = (file.parent().expect("parent"))
+        .strip_prefix(root)
+        .expect("under root")
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let parsed = syn::parse_file(&std::fs::read_to_string(file).expect("read")).expect("parse");
+    (module, parsed)
+}
+
 /// One non-generic type of k8s-openapi, as its sources declare it.
 struct Type {
     /// Public path, `k8s_openapi::api::core::v1::Container`.
@@ -72,15 +85,7 @@ fn types(root: &Path) -> Vec<Type> {
         {
             continue;
         }
-        let module: Vec<String> = file
-            .parent()
-            .expect("parent")
-            .strip_prefix(root)
-            .expect("under root")
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect();
-        let parsed = syn::parse_file(&std::fs::read_to_string(file).expect("read")).expect("parse");
+        let (module, parsed) = module_and_items(root, file);
         for item in &parsed.items {
             let (ident, generics, attrs) = match item {
                 syn::Item::Struct(s) => (&s.ident, &s.generics, &s.attrs),

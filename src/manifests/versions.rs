@@ -99,11 +99,8 @@ pub fn k8s_version(manifest: &Path) -> Option<String> {
     let dir = manifest.parent().unwrap_or(Path::new("."));
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let workspace = workspace_dependencies(&dir);
-    let targets = table.get("target").and_then(toml::Value::as_table);
-    let targets = targets.into_iter().flat_map(|t| t.values());
-    let sections = std::iter::once(&table).chain(targets.filter_map(toml::Value::as_table));
     let mut features = Vec::new();
-    for section in sections {
+    for section in dependency_sections(&table) {
         for key in ["dependencies", "build-dependencies"] {
             let deps = section.get(key).and_then(toml::Value::as_table);
             for (alias, spec) in deps.into_iter().flatten() {
@@ -141,6 +138,14 @@ fn same_minor(version: &str, expected: &str) -> bool {
     major == want_major && (minor.is_none() || minor == want_minor)
 }
 
+/// The tables of a manifest that hold dependency tables: the manifest itself (`[dependencies]`)
+/// and each `[target.'cfg(..)']`.
+fn dependency_sections(manifest: &toml::Table) -> impl Iterator<Item = &toml::Table> {
+    let targets = manifest.get("target").and_then(toml::Value::as_table);
+    let targets = targets.into_iter().flat_map(|t| t.values());
+    std::iter::once(manifest).chain(targets.filter_map(toml::Value::as_table))
+}
+
 /// A crate as its manifest names it: its package, and the dependencies only its tests, examples
 /// and benches use (`[dev-dependencies]`), which never shape what its `crd()` returns.
 struct Root {
@@ -163,13 +168,9 @@ impl Root {
                 })
                 .collect()
         };
-        // `[dependencies]` and each `[target.'cfg(..)'.dependencies]`.
-        let targets = table.get("target").and_then(toml::Value::as_table);
-        let targets = targets.into_iter().flat_map(|t| t.values());
-        let sections = std::iter::once(&table).chain(targets.filter_map(toml::Value::as_table));
         let mut normal = HashSet::new();
         let mut dev_only = HashSet::new();
-        for section in sections {
+        for section in dependency_sections(&table) {
             normal.extend(names(section, "dependencies"));
             normal.extend(names(section, "build-dependencies"));
             dev_only.extend(names(section, "dev-dependencies"));

@@ -28,13 +28,7 @@ fn schema_impls(root: &Path) -> BTreeMap<String, SchemaImpl> {
         if file.extension().is_none_or(|e| e != "rs") {
             continue;
         }
-        let module: Vec<String> = (file.parent().expect("parent"))
-            .strip_prefix(root)
-            .expect("under root")
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect();
-        let parsed = syn::parse_file(&std::fs::read_to_string(file).expect("read")).expect("parse");
+        let (module, parsed) = super::module_and_items(root, file);
         for item in &parsed.items {
             let syn::Item::Impl(imp) = item else { continue };
             let Some((_, trait_path, _)) = &imp.trait_ else {
