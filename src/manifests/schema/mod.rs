@@ -20,7 +20,7 @@ use super::{
     generics::{self, Env, bind_generics, bound},
     index::{Index, ItemKind},
     library::{
-        Library, k8s_versions,
+        Library,
         known::{self, Generic},
     },
     paths::{path_segments, type_args},
@@ -31,6 +31,7 @@ use super::{
 mod enums;
 mod folding;
 mod keywords;
+mod leaves;
 mod structs;
 
 pub use keywords::apply_x_kube;
@@ -120,17 +121,6 @@ impl<'a> Builder<'a> {
             more: Vec::new(),
             k8s_version: None,
         }
-    }
-
-    /// The crate's Kubernetes version, if `path` is a k8s-openapi type whose schema differs
-    /// there from `latest`'s.
-    fn differs_in_k8s_version(&self, path: &str) -> Option<&str> {
-        let version = self.k8s_version.as_deref()?;
-        // k8s-openapi's own types (not the `jiff` it re-exports).
-        super::library::k8s_types::lookup(path)?;
-        let bit = k8s_versions::VERSIONS.iter().position(|v| *v == version);
-        let same = bit.is_some_and(|bit| k8s_versions::same_as_latest(path) & (1 << bit) != 0);
-        (!same).then_some(version)
     }
 
     /// The errors found beside the ones returned since the last call.
@@ -327,30 +317,8 @@ impl<'a> Builder<'a> {
                         .map_or(canonical, |p| known::non_zero_alias(&p)),
                     _ => canonical,
                 };
-                if let Some(f) = known::leaf(&canonical) {
-                    if let Some(version) = self.differs_in_k8s_version(&canonical) {
-                        return Err(SourceError::at(
-                            file,
-                            path.span(),
-                            format!(
-                                "`{canonical}` has another schema under k8s-openapi's feature `{version}`, \
-                                 which the crate enables, than under `latest` ({}), whose schemas kopgen has",
-                                k8s_versions::LATEST
-                            ),
-                        )
-                        .help(
-                            "`--derive=auto` compiles the crate for this kind; or enable k8s-openapi's `latest` feature",
-                        )
-                        .unsupported());
-                    }
-                    // Library schemas are the same wherever they are used: from the second use
-                    // on (`Condition` in every status), a copy of one generated before.
-                    if let Some(schema) = self.leaves.get(&canonical) {
-                        return Ok(plain(schema.clone()));
-                    }
-                    let schema = self.library.schema(f, &mut self.generator);
-                    self.leaves.computed(canonical, &schema);
-                    return Ok(plain(schema));
+                if let Some(built) = self.library_type(file, path.span(), canonical.clone()) {
+                    return built;
                 }
                 Err(SourceError::at(
                     file,
