@@ -52,9 +52,7 @@ pub fn crate_manifest(path: &Path) -> Option<PathBuf> {
 /// The versions the crate of `manifest` uses that kopgen does not reproduce: from the nearest
 /// `Cargo.lock` (the crate's, or its workspace's), else from the requirements in `Cargo.toml`.
 pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
-    let dir = manifest.parent().unwrap_or(Path::new("."));
-    // Absolute, so that the walk up reaches a workspace's lock from a relative path (`.`).
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = crate_dir(manifest);
     let lock = dir
         .ancestors()
         .map(|d| d.join("Cargo.lock"))
@@ -96,21 +94,15 @@ pub fn k8s_version(manifest: &Path) -> Option<String> {
     use super::library::k8s_versions::{EARLIEST, LATEST};
     let text = crate::regular_file::read_to_string(manifest).ok()?;
     let table: toml::Table = text.parse().ok()?;
-    let dir = manifest.parent().unwrap_or(Path::new("."));
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let workspace = workspace_dependencies(&dir);
+    let workspace = workspace_dependencies(&crate_dir(manifest));
     let mut features = Vec::new();
     for section in dependency_sections(&table) {
         for key in ["dependencies", "build-dependencies"] {
-            let deps = section.get(key).and_then(toml::Value::as_table);
-            for (alias, spec) in deps.into_iter().flatten() {
-                let package = spec.get("package").and_then(toml::Value::as_str);
-                if package.unwrap_or(alias) != "k8s-openapi" {
+            for dependency in dependencies(section, key, &workspace) {
+                if dependency.package != "k8s-openapi" {
                     continue;
                 }
-                let inherited = spec.get("workspace").and_then(toml::Value::as_bool) == Some(true);
-                let declared = workspace.get(alias).filter(|_| inherited);
-                for spec in std::iter::once(spec).chain(declared) {
+                for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
                     let listed = spec.get("features").and_then(toml::Value::as_array);
                     let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
                     features.extend(listed.map(str::to_owned));
@@ -138,12 +130,50 @@ fn same_minor(version: &str, expected: &str) -> bool {
     major == want_major && (minor.is_none() || minor == want_minor)
 }
 
+/// The directory of the crate of `manifest`, absolute, so that a walk up from it reaches its
+/// workspace from a relative path (`.`) too.
+fn crate_dir(manifest: &Path) -> PathBuf {
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
 /// The tables of a manifest that hold dependency tables: the manifest itself (`[dependencies]`)
 /// and each `[target.'cfg(..)']`.
 fn dependency_sections(manifest: &toml::Table) -> impl Iterator<Item = &toml::Table> {
     let targets = manifest.get("target").and_then(toml::Value::as_table);
     let targets = targets.into_iter().flat_map(|t| t.values());
     std::iter::once(manifest).chain(targets.filter_map(toml::Value::as_table))
+}
+
+/// One dependency as a manifest section declares it.
+struct Dependency<'a> {
+    /// Its key (`alias` in `alias = { package = "real" }`).
+    alias: &'a str,
+    /// The package it is, as the lock names it.
+    package: &'a str,
+    own: &'a toml::Value,
+    /// The workspace's entry it inherits (`{ workspace = true }`).
+    inherited: Option<&'a toml::Value>,
+}
+
+/// The dependencies of `section`'s table `key` (`dependencies`, `dev-dependencies`, ...), with
+/// what they inherit from `workspace` (its `[workspace.dependencies]`).
+fn dependencies<'a>(
+    section: &'a toml::Table,
+    key: &str,
+    workspace: &'a toml::Table,
+) -> impl Iterator<Item = Dependency<'a>> {
+    let deps = section.get(key).and_then(toml::Value::as_table);
+    deps.into_iter().flatten().map(|(alias, own)| {
+        let package = own.get("package").and_then(toml::Value::as_str);
+        let inherits = own.get("workspace").and_then(toml::Value::as_bool) == Some(true);
+        Dependency {
+            alias,
+            package: package.unwrap_or(alias),
+            own,
+            inherited: workspace.get(alias).filter(|_| inherits),
+        }
+    })
 }
 
 /// A crate as its manifest names it: its package, and the dependencies only its tests, examples
@@ -157,23 +187,18 @@ impl Root {
     fn of(manifest: &str) -> Option<Self> {
         let table: toml::Table = manifest.parse().ok()?;
         let name = table.get("package")?.get("name")?.as_str()?.to_owned();
-        // Each dependency by the package it is (`alias = { package = "real" }`), as the lock has it.
-        let names = |section: &toml::Table, key: &str| -> Vec<String> {
-            let deps = section.get(key).and_then(toml::Value::as_table);
-            deps.into_iter()
-                .flatten()
-                .map(|(alias, spec)| {
-                    let package = spec.get("package").and_then(toml::Value::as_str);
-                    package.unwrap_or(alias).to_owned()
-                })
+        let packages = |section: &toml::Table, key: &str| -> Vec<String> {
+            let none = toml::Table::new();
+            let deps = dependencies(section, key, &none);
+            deps.map(|dependency| dependency.package.to_owned())
                 .collect()
         };
         let mut normal = HashSet::new();
         let mut dev_only = HashSet::new();
         for section in dependency_sections(&table) {
-            normal.extend(names(section, "dependencies"));
-            normal.extend(names(section, "build-dependencies"));
-            dev_only.extend(names(section, "dev-dependencies"));
+            normal.extend(packages(section, "dependencies"));
+            normal.extend(packages(section, "build-dependencies"));
+            dev_only.extend(packages(section, "dev-dependencies"));
         }
         dev_only.retain(|name| !normal.contains(name));
         Some(Self { name, dev_only })
@@ -267,16 +292,9 @@ fn required_versions(manifest: &str, workspace: &toml::Table) -> Vec<(String, St
     };
     let mut found = Vec::new();
     for table in ["dependencies", "build-dependencies"] {
-        let Some(deps) = value.get(table).and_then(toml::Value::as_table) else {
-            continue;
-        };
-        for (name, spec) in deps {
-            let inherited = spec.get("workspace").and_then(toml::Value::as_bool) == Some(true);
-            let spec = match workspace.get(name) {
-                Some(declared) if inherited => declared,
-                _ => spec,
-            };
-            let version = match spec {
+        for dependency in dependencies(&value, table, workspace) {
+            let name = dependency.alias;
+            let version = match dependency.inherited.unwrap_or(dependency.own) {
                 toml::Value::String(v) => Some(v.as_str()),
                 toml::Value::Table(t) => t.get("version").and_then(toml::Value::as_str),
                 _ => None,
@@ -287,7 +305,7 @@ fn required_versions(manifest: &str, workspace: &toml::Table) -> Vec<(String, St
             } else {
                 &[]
             };
-            for krate in names.iter().copied().chain(std::iter::once(name.as_str())) {
+            for krate in names.iter().copied().chain(std::iter::once(name)) {
                 found.push((krate.to_owned(), version.to_owned()));
             }
         }

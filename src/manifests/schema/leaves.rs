@@ -13,10 +13,10 @@ impl Builder<'_> {
         &mut self,
         file: &Path,
         span: Span,
-        canonical: String,
+        canonical: &str,
     ) -> Option<Result<Built, SourceError>> {
-        let f = known::leaf(&canonical)?;
-        if let Some(version) = self.differs_in_k8s_version(&canonical) {
+        let f = known::leaf(canonical)?;
+        if let Some(version) = self.differs_in_k8s_version(canonical) {
             return Some(Err(SourceError::at(
                 file,
                 span,
@@ -33,11 +33,11 @@ impl Builder<'_> {
         }
         // Library schemas are the same wherever they are used: from the second use on
         // (`Condition` in every status), a copy of one generated before.
-        if let Some(schema) = self.leaves.get(&canonical) {
+        if let Some(schema) = self.leaves.get(canonical) {
             return Some(Ok(plain(schema.clone())));
         }
         let schema = self.library.schema(f, &mut self.generator);
-        self.leaves.computed(canonical, &schema);
+        self.leaves.computed(canonical.to_owned(), &schema);
         Some(Ok(plain(schema)))
     }
 

@@ -5,7 +5,7 @@
 //! renames and skips. Library types come from [`super::library::known`], so their schemas are
 //! the real ones. The generator is configured exactly like kube-derive's `crd()`.
 
-use std::{collections::HashMap, path::Path};
+use std::path::Path;
 
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
@@ -32,10 +32,12 @@ mod enums;
 mod folding;
 mod keywords;
 mod leaves;
+mod second_use;
 mod structs;
 
 pub use keywords::apply_x_kube;
 use keywords::*;
+use second_use::SecondUse;
 /// A type written in some module, with the generic arguments in scope there.
 #[derive(Clone)]
 pub struct Scoped<'a> {
@@ -73,33 +75,6 @@ pub struct Builder<'a> {
     /// (see [`super::versions::k8s_version`]): a k8s-openapi type whose schema differs there
     /// needs compiling.
     pub k8s_version: Option<String>,
-}
-
-/// Values kept from their second use on, so that the (common) values used once are never
-/// cloned.
-struct SecondUse<K, V> {
-    values: HashMap<K, V>,
-    seen: std::collections::HashSet<K>,
-}
-
-impl<K: std::hash::Hash + Eq + Clone, V: Clone> SecondUse<K, V> {
-    fn new() -> Self {
-        Self {
-            values: HashMap::new(),
-            seen: std::collections::HashSet::new(),
-        }
-    }
-
-    fn get(&self, key: &K) -> Option<&V> {
-        self.values.get(key)
-    }
-
-    /// Records that `value` was computed for `key`, keeping a copy if it was computed before.
-    fn computed(&mut self, key: K, value: &V) {
-        if !self.seen.insert(key.clone()) {
-            self.values.insert(key, value.clone());
-        }
-    }
 }
 
 /// A built schema and whether the type was an `Option` (so its field is not required).
@@ -317,7 +292,7 @@ impl<'a> Builder<'a> {
                         .map_or(canonical, |p| known::non_zero_alias(&p)),
                     _ => canonical,
                 };
-                if let Some(built) = self.library_type(file, path.span(), canonical.clone()) {
+                if let Some(built) = self.library_type(file, path.span(), &canonical) {
                     return built;
                 }
                 Err(SourceError::at(
