@@ -314,6 +314,22 @@ fn a_crate_below_its_repository_gets_a_workflow_that_runs_in_its_directory() {
         "operators/widgets"
     );
 
+    // A directory name YAML or GitHub's `${{ }}` would read otherwise is not written into the
+    // workflow: the note says to set it.
+    std::fs::create_dir_all(session.join("odd/.git")).expect("mkdir");
+    let member = session.join("odd/op ${{ x }}");
+    copy(&fixture(), &member);
+    let run = ok(&member, &["init", "--adopt"]);
+    assert!(
+        run.stdout
+            .contains("and set its job's `defaults.run.working-directory` to `op ${{ x }}`"),
+        "{}",
+        run.stdout
+    );
+    let workflow =
+        std::fs::read_to_string(member.join(".github/workflows/kopgen.yml")).expect("workflow");
+    assert!(!workflow.contains("working-directory"), "{workflow}");
+
     std::fs::create_dir_all(session.join("alone/.git")).expect("mkdir");
     copy(&fixture(), &session.join("alone"));
     let run = ok(&session.join("alone"), &["init", "--adopt"]);

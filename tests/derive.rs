@@ -202,6 +202,32 @@ fn what_needs_compiling_is_compiled_under_auto_and_refused_under_static() {
     );
 }
 
+/// A library, as k8s-openapi asks of one, leaves the Kubernetes version to the binary that uses
+/// it and picks one only for its tests and examples: built alone, as `kopgen manifests` builds
+/// it, k8s-openapi refuses to build without a version, so kopgen names the dev-dependency's.
+#[test]
+fn a_library_that_leaves_the_kubernetes_version_to_its_binary_is_compiled() {
+    let session = Session::new();
+    fallback_crate(&session);
+    let library = CARGO_TOML.replace(
+        "features = [\"latest\", \"schemars\"]",
+        "features = [\"schemars\"]",
+    ) + "\n[dev-dependencies]\nk8s-openapi = { version = \"~0.29\", features = [\"latest\"] }\n";
+    session.write("demo/Cargo.toml", &library);
+    let compiled = kopgen_in_demo(&session, &["manifests", "--stdout", "--derive", "compile"]);
+    assert_eq!(compiled.status, 0, "{}", compiled.stderr);
+    let expected = crdgen_files(&session);
+    let ours: Vec<&str> = compiled.stdout.split("---\n").skip(1).collect();
+    assert_eq!(
+        ours,
+        [
+            expected[2].as_str(),
+            expected[1].as_str(),
+            expected[0].as_str()
+        ]
+    );
+}
+
 #[test]
 fn a_crate_that_does_not_compile_is_a_clear_error() {
     let session = Session::new();

@@ -95,13 +95,18 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             if let Some(why) = &adopted.no_drift_test {
                 writeln!(out, "note: no drift test: {why}")?;
             }
-            if let Some((repository, directory)) = &adopted.below_repository {
+            if let Some(below) = &adopted.below_repository {
+                let directory = &below.directory;
+                let steps = if below.in_workflow {
+                    format!("its steps run in `{directory}`")
+                } else {
+                    format!("and set its job's `defaults.run.working-directory` to `{directory}`")
+                };
                 writeln!(
                     out,
                     "note: GitHub runs only the workflows at the repository's root: move \
-                     .github/workflows/kopgen.yml to {}/.github/workflows/ (its steps run in \
-                     `{directory}`)",
-                    repository.display()
+                     .github/workflows/kopgen.yml to {}/.github/workflows/ ({steps})",
+                    below.repository.display()
                 )?;
             }
             if !args.dry_run {

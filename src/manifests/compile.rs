@@ -31,6 +31,10 @@ pub struct Crate {
     pub src: PathBuf,
     /// Features the program enables on it, beside its default ones.
     pub features: Vec<String>,
+    /// The Kubernetes version the program selects for k8s-openapi (`1.33`), where the crate
+    /// leaves it to its binary (see [`super::versions::K8sVersion`]): built alone, k8s-openapi
+    /// would refuse to build without one.
+    pub k8s_openapi_version: Option<String>,
 }
 
 impl Crate {
@@ -67,6 +71,9 @@ impl Crate {
             package,
             src: lib.parent().unwrap_or(dir).to_path_buf(),
             features: features.to_vec(),
+            k8s_openapi_version: Some(super::versions::k8s_version(manifest))
+                .filter(|version| !version.enabled_by_the_crate)
+                .map(|version| version.number()),
         })
     }
 
@@ -243,7 +250,15 @@ pub fn crds(
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // cargo's progress goes on to the user as it comes (a first build of an operator takes
     // minutes), and is kept for the error if the build fails.
-    let mut child = Command::new(&cargo)
+    let mut command = Command::new(&cargo);
+    // k8s-openapi's own way to name a version for a library built alone; the user's own setting
+    // stands.
+    if let Some(version) = &krate.k8s_openapi_version
+        && std::env::var_os("K8S_OPENAPI_ENABLED_VERSION").is_none()
+    {
+        command.env("K8S_OPENAPI_ENABLED_VERSION", version);
+    }
+    let mut child = command
         .args(["build", "--manifest-path"])
         .arg(harness.join("Cargo.toml"))
         .arg("--target-dir")

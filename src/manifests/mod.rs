@@ -238,7 +238,11 @@ fn derive_each(
             .collect(),
         None => {
             let mut builder = schema::Builder::new(&index);
-            builder.k8s_version = options.manifest.as_deref().and_then(versions::k8s_version);
+            builder.k8s_version = options
+                .manifest
+                .as_deref()
+                .map(|manifest| versions::k8s_version(manifest).feature)
+                .filter(|feature| feature != library::k8s_versions::LATEST);
             let schemas = kinds
                 .iter()
                 .map(|kind| match generated_by_a_macro(kind) {

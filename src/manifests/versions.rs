@@ -85,38 +85,68 @@ pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
     found
 }
 
+/// The Kubernetes version a crate's k8s-openapi is built for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct K8sVersion {
+    /// Its feature (`v1_33`), `latest` and `earliest` resolved.
+    pub feature: String,
+    /// Whether the crate's own dependencies enable it. k8s-openapi tells a library to leave the
+    /// choice to the binary that uses it and to enable a version only for its tests and examples
+    /// (`[dev-dependencies]`): built alone, such a library names none, so a program that
+    /// builds it (the crdgen `kopgen manifests` compiles) must.
+    pub enabled_by_the_crate: bool,
+}
+
+impl K8sVersion {
+    /// `1.33`, as k8s-openapi's `K8S_OPENAPI_ENABLED_VERSION` takes it.
+    pub fn number(&self) -> String {
+        self.feature.trim_start_matches("v").replacen('_', ".", 1)
+    }
+}
+
 /// The Kubernetes version the crate of `manifest` selects with a k8s-openapi feature (`v1_33`,
-/// `earliest`), when it is not the one `latest` selects, whose schemas kopgen holds: k8s-openapi
-/// types' schemas differ between versions (new fields, new descriptions), so a kind that embeds
-/// one of those is compiled. `None` for `latest`, or where the crate leaves the choice to
-/// another (a library whose binary picks it).
-pub fn k8s_version(manifest: &Path) -> Option<String> {
+/// `earliest`): k8s-openapi types' schemas differ between versions (new fields, new
+/// descriptions), so a kind that embeds one whose schema is not `latest`'s is compiled. From its
+/// dependencies, else from its dev-dependencies (what its tests, the drift test among them,
+/// build with), else `latest`, which is what kopgen builds a crate that names none with.
+pub fn k8s_version(manifest: &Path) -> K8sVersion {
     use super::library::k8s_versions::{EARLIEST, LATEST};
-    let text = crate::regular_file::read_to_string(manifest).ok()?;
-    let table: toml::Table = text.parse().ok()?;
+    let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
+    let table: toml::Table = text.parse().unwrap_or_default();
     let workspace = workspace_dependencies(&crate_dir(manifest));
-    let mut features = Vec::new();
-    for section in dependency_sections(&table) {
-        for key in ["dependencies", "build-dependencies"] {
-            for dependency in dependencies(section, key, &workspace) {
-                if dependency.package != "k8s-openapi" {
-                    continue;
-                }
-                for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
-                    let listed = spec.get("features").and_then(toml::Value::as_array);
-                    let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
-                    features.extend(listed.map(str::to_owned));
+    let feature = |keys: &[&str]| {
+        let mut features = Vec::new();
+        for section in dependency_sections(&table) {
+            for key in keys {
+                for dependency in dependencies(section, key, &workspace) {
+                    if dependency.package != "k8s-openapi" {
+                        continue;
+                    }
+                    for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
+                        let listed = spec.get("features").and_then(toml::Value::as_array);
+                        let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
+                        features.extend(listed.map(str::to_owned));
+                    }
                 }
             }
         }
+        features.iter().find_map(|feature| match feature.as_str() {
+            "latest" => Some(LATEST.to_owned()),
+            "earliest" => Some(EARLIEST.to_owned()),
+            other if other.starts_with("v1_") => Some(other.to_owned()),
+            _ => None,
+        })
+    };
+    match feature(&["dependencies", "build-dependencies"]) {
+        Some(feature) => K8sVersion {
+            feature,
+            enabled_by_the_crate: true,
+        },
+        None => K8sVersion {
+            feature: feature(&["dev-dependencies"]).unwrap_or_else(|| LATEST.to_owned()),
+            enabled_by_the_crate: false,
+        },
     }
-    let version = features.iter().find_map(|feature| match feature.as_str() {
-        "latest" => Some(LATEST),
-        "earliest" => Some(EARLIEST),
-        other if other.starts_with("v1_") => Some(other),
-        _ => None,
-    })?;
-    (version != LATEST).then(|| version.to_owned())
 }
 
 /// Whether `version` (`5.0.3`, `5`, `^0.29`) is within `expected` (`5.0`). A requirement that
@@ -399,6 +429,40 @@ mod tests {
             7,
             "without the crate: every package"
         );
+    }
+
+    /// A binary names its Kubernetes version in its dependencies; a library, as k8s-openapi
+    /// asks, only in its dev-dependencies (what its tests build with), or nowhere.
+    #[test]
+    fn the_kubernetes_version_is_the_crates_else_its_tests_else_latest() {
+        use crate::manifests::library::k8s_versions::{EARLIEST, LATEST};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let manifest = dir.path().join("Cargo.toml");
+        let version = |text: &str| {
+            std::fs::write(&manifest, format!("[package]\nname = \"op\"\n{text}")).expect("write");
+            let found = k8s_version(&manifest);
+            (found.feature, found.enabled_by_the_crate)
+        };
+        let binary =
+            "[dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_34\"] }\n";
+        assert_eq!(version(binary), ("v1_34".into(), true));
+        let earliest =
+            "[dependencies.k8s-openapi]\nversion = \"0.29\"\nfeatures = [\"earliest\"]\n";
+        assert_eq!(version(earliest), (EARLIEST.into(), true));
+        let library = "[dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"schemars\"] }\n\
+                       [dev-dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_35\"] }\n";
+        assert_eq!(version(library), ("v1_35".into(), false));
+        let through_kube = "[dependencies]\nkube = \"5\"\n";
+        assert_eq!(version(through_kube), (LATEST.into(), false));
+        let number = |feature: &str| {
+            let version = K8sVersion {
+                feature: feature.into(),
+                enabled_by_the_crate: false,
+            };
+            version.number()
+        };
+        assert_eq!(number("v1_35"), "1.35");
+        assert_eq!(number(LATEST), LATEST.replace("v1_", "1."));
     }
 
     #[test]

@@ -81,10 +81,22 @@ pub struct Adopted {
     /// CRDs the static reader could not write (kinds that need compiling): `kopgen manifests`
     /// writes them.
     pub not_written: Vec<String>,
-    /// The git repository the crate sits below (a workspace's member, a monorepo's crate) and
-    /// the crate's directory in it: the workflow runs there, but GitHub reads workflows only
-    /// from the repository's root, where the user must move it.
-    pub below_repository: Option<(PathBuf, String)>,
+    /// The git repository the crate sits below (a workspace's member, a monorepo's crate):
+    /// GitHub reads workflows only from the repository's root, where the user must move it.
+    pub below_repository: Option<BelowRepository>,
+}
+
+/// Where an adopted crate sits in the git repository around it.
+#[derive(Debug)]
+pub struct BelowRepository {
+    /// The repository's root.
+    pub repository: PathBuf,
+    /// The crate's directory in it, with `/`.
+    pub directory: String,
+    /// Whether the workflow's steps run in `directory`: a name with characters other than
+    /// `[A-Za-z0-9._/-]` is left to the user rather than quoted into YAML that GitHub also
+    /// reads for `${{ }}` expressions.
+    pub in_workflow: bool,
 }
 
 /// Reads the crate and renders what adopting writes, in memory.
@@ -147,12 +159,8 @@ pub fn plan(options: &AdoptOptions) -> Result<(ChangeSet, Adopted), AdoptError> 
         below_repository: below_repository(root),
         ..Adopted::default()
     };
-    if let Some((_, directory)) = &adopted.below_repository {
-        // Quoted as a YAML string; a name with other characters is left to the user (the note).
-        let plain = |c: char| c.is_ascii_alphanumeric() || "._-/".contains(c);
-        if directory.chars().all(plain) {
-            context.insert("working_directory", &format!("\"{directory}\""));
-        }
+    if let Some(below) = adopted.below_repository.as_ref().filter(|b| b.in_workflow) {
+        context.insert("working_directory", &format!("\"{}\"", below.directory));
     }
     put_makefile(&mut changes, &context, &mut adopted)?;
     if !changes.exists(WORKFLOW) {
@@ -282,11 +290,20 @@ fn list_kinds(changes: &mut ChangeSet, project: &Project) -> Result<(), AdoptErr
 /// template that defines a target the Makefile already has is left out).
 /// The git repository `root` is below, and `root`'s path in it; `None` at the repository's
 /// root or outside any repository.
-fn below_repository(root: &Path) -> Option<(PathBuf, String)> {
+fn below_repository(root: &Path) -> Option<BelowRepository> {
     let root = std::fs::canonicalize(root).ok()?;
     let repository = root.ancestors().find(|dir| dir.join(".git").exists())?;
     let directory = root.strip_prefix(repository).ok()?.to_str()?;
-    (!directory.is_empty()).then(|| (repository.to_path_buf(), directory.replace('\\', "/")))
+    if directory.is_empty() {
+        return None;
+    }
+    let directory = directory.replace('\\', "/");
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._-/".contains(c);
+    Some(BelowRepository {
+        repository: repository.to_path_buf(),
+        in_workflow: directory.chars().all(plain),
+        directory,
+    })
 }
 
 fn put_makefile(
