@@ -69,9 +69,17 @@ pub fn syn_error(file: &Path, error: syn::Error) -> SourceError {
 }
 
 /// Puts `errors` in source order (file, line, column), so output never depends on the order
-/// kinds were derived in.
-pub fn sort_by_place(errors: &mut [SourceError]) {
-    errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+/// kinds were derived in, each once.
+pub fn sort_by_place(errors: &mut Vec<SourceError>) {
+    fn key(e: &SourceError) -> (&Path, usize, usize, &str) {
+        (&e.file, e.line, e.column, &e.message)
+    }
+    errors.sort_by(|a, b| key(a).cmp(&key(b)));
+    // A type that several kinds use is refused once for each; the user fixes it once.
+    errors.dedup_by(|a, b| {
+        (&a.file, a.line, a.column, &a.message, &a.help)
+            == (&b.file, b.line, b.column, &b.message, &b.help)
+    });
 }
 
 #[derive(Debug, Error)]
@@ -151,4 +159,51 @@ pub enum CompileError {
     Build { harness: PathBuf, stderr: String },
     #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
     Run { status: String, stderr: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::manifests::{Derive, Options, discover::Source, generate_with};
+
+    /// Three kinds that share a field whose type kopgen cannot derive: the user fixes one
+    /// field, and reads one error for it.
+    #[test]
+    fn an_error_in_a_type_several_kinds_use_is_reported_once() {
+        let kind = |name: &str| {
+            format!(
+                "#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]\n\
+                 #[kube(group = \"x.example.com\", version = \"v1\", kind = \"{name}\")]\n\
+                 pub struct {name}Spec {{ pub network: Network, pub port: u16 }}\n"
+            )
+        };
+        let text = format!(
+            "use kube::CustomResource;\nuse schemars::JsonSchema;\nuse serde::{{Deserialize, Serialize}};\n\
+             #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]\n\
+             pub struct Network {{ pub cidr: ipnet::IpNet, pub other: othercrate::Other }}\n{}{}{}",
+            kind("A"),
+            kind("B"),
+            kind("C")
+        );
+        let sources = [Source {
+            path: PathBuf::from("src/lib.rs"),
+            module: "crate".into(),
+            text,
+        }];
+        let options = Options {
+            derive: Derive::Static,
+            ..Options::default()
+        };
+        let errors = generate_with(&sources, &options)
+            .expect_err("unknown types")
+            .to_string();
+        assert_eq!(errors.matches("`ipnet::IpNet`").count(), 1, "{errors}");
+        assert_eq!(errors.matches("`othercrate::Other`").count(), 1, "{errors}");
+        let first = errors.find("ipnet").expect("ipnet");
+        assert!(
+            first < errors.find("othercrate").expect("othercrate"),
+            "{errors}"
+        );
+    }
 }
