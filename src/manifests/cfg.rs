@@ -11,6 +11,8 @@ use syn::{Attribute, Meta};
 #[derive(Debug, Clone, Default)]
 pub struct Cfg {
     features: BTreeSet<String>,
+    /// What those features enable in dependencies (`k8s-openapi/v1_33`, `k8s-openapi?/v1_33`).
+    dependency_features: BTreeSet<String>,
 }
 
 impl Cfg {
@@ -29,6 +31,7 @@ impl Cfg {
             pending.push("default".into());
         }
         let mut features = BTreeSet::new();
+        let mut dependency_features = BTreeSet::new();
         while let Some(feature) = pending.pop() {
             if !features.insert(feature.clone()) {
                 continue;
@@ -42,12 +45,25 @@ impl Cfg {
                 .filter_map(toml::Value::as_str)
             {
                 // `dep:x` and `x/feature` name dependencies' features, not the crate's.
-                if !enabled.starts_with("dep:") && !enabled.contains('/') {
+                if enabled.contains('/') {
+                    dependency_features.insert(enabled.to_owned());
+                } else if !enabled.starts_with("dep:") {
                     pending.push(enabled.to_owned());
                 }
             }
         }
-        Self { features }
+        Self {
+            features,
+            dependency_features,
+        }
+    }
+
+    /// The features the crate's enabled features turn on in its dependency `alias`.
+    pub fn features_of<'a>(&'a self, alias: &'a str) -> impl Iterator<Item = &'a str> {
+        self.dependency_features.iter().filter_map(move |entry| {
+            let (dependency, feature) = entry.split_once('/')?;
+            (dependency.trim_end_matches('?') == alias).then_some(feature)
+        })
     }
 
     /// Whether every `#[cfg(...)]` of `attrs` holds.
@@ -189,6 +205,7 @@ mod tests {
     fn evaluates_like_the_operators_build() {
         let cfg = Cfg {
             features: ["v2".to_owned()].into(),
+            ..Cfg::default()
         };
         assert!(!holds(&cfg, "#[cfg(test)]"));
         assert!(holds(&cfg, "#[cfg(not(test))]"));

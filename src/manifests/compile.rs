@@ -71,9 +71,12 @@ impl Crate {
             package,
             src: lib.parent().unwrap_or(dir).to_path_buf(),
             features: features.to_vec(),
-            k8s_openapi_version: Some(super::versions::k8s_version(manifest))
-                .filter(|version| !version.enabled_by_the_crate)
-                .map(|version| version.number()),
+            k8s_openapi_version: Some(super::versions::k8s_version(
+                manifest,
+                &super::cfg::Cfg::new(Some(manifest), features),
+            ))
+            .filter(|version| !version.enabled_by_the_crate)
+            .map(|version| version.number()),
         })
     }
 

@@ -241,7 +241,7 @@ fn derive_each(
             builder.k8s_version = options
                 .manifest
                 .as_deref()
-                .map(|manifest| versions::k8s_version(manifest).feature)
+                .map(|manifest| versions::k8s_version(manifest, &index.cfg).feature)
                 .filter(|feature| feature != library::k8s_versions::LATEST);
             let schemas = kinds
                 .iter()

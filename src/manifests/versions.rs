@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::cfg::Cfg;
+
 /// (crate, major.minor) of every crate whose behaviour shapes a CRD, as kopgen's own
 /// `Cargo.lock` has them (a unit test keeps the two equal).
 pub const REPRODUCED: &[(&str, &str)] = &[
@@ -109,7 +111,7 @@ impl K8sVersion {
 /// descriptions), so a kind that embeds one whose schema is not `latest`'s is compiled. From its
 /// dependencies, else from its dev-dependencies (what its tests, the drift test among them,
 /// build with), else `latest`, which is what kopgen builds a crate that names none with.
-pub fn k8s_version(manifest: &Path) -> K8sVersion {
+pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
     use super::library::k8s_versions::{EARLIEST, LATEST};
     let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
     let table: toml::Table = text.parse().unwrap_or_default();
@@ -126,6 +128,11 @@ pub fn k8s_version(manifest: &Path) -> K8sVersion {
                         let listed = spec.get("features").and_then(toml::Value::as_array);
                         let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
                         features.extend(listed.map(str::to_owned));
+                    }
+                    // `[features] default = ["k8s-openapi/v1_33"]`: what the features the
+                    // crate is built with turn on (cargo takes them for its dependencies).
+                    if *key != "dev-dependencies" {
+                        features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
                     }
                 }
             }
@@ -440,7 +447,8 @@ mod tests {
         let manifest = dir.path().join("Cargo.toml");
         let version = |text: &str| {
             std::fs::write(&manifest, format!("[package]\nname = \"op\"\n{text}")).expect("write");
-            let found = k8s_version(&manifest);
+            let cfg = Cfg::new(Some(&manifest), &["extra".to_owned()]);
+            let found = k8s_version(&manifest, &cfg);
             (found.feature, found.enabled_by_the_crate)
         };
         let binary =
@@ -452,6 +460,19 @@ mod tests {
         let library = "[dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"schemars\"] }\n\
                        [dev-dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_35\"] }\n";
         assert_eq!(version(library), ("v1_35".into(), false));
+        // By a feature, the crate's default ones or those kopgen is told of (`--features`).
+        let by_feature = |features: &str| {
+            format!(
+                "[features]\n{features}\n[dependencies]\nk8s = {{ package = \"k8s-openapi\", version = \"0.29\" }}\n\
+                 [dev-dependencies]\nk8s-openapi = {{ version = \"0.29\", features = [\"v1_35\"] }}\n"
+            )
+        };
+        let default = by_feature("default = [\"k8s\"]\nk8s = [\"k8s?/v1_34\"]");
+        assert_eq!(version(&default), ("v1_34".into(), true));
+        let extra = by_feature("extra = [\"k8s/earliest\"]");
+        assert_eq!(version(&extra), (EARLIEST.into(), true));
+        let off = by_feature("other = [\"k8s/v1_34\"]");
+        assert_eq!(version(&off), ("v1_35".into(), false));
         let through_kube = "[dependencies]\nkube = \"5\"\n";
         assert_eq!(version(through_kube), (LATEST.into(), false));
         let number = |feature: &str| {
