@@ -13,6 +13,8 @@
 #[path = "sharding/audit.rs"]
 mod audit;
 mod support;
+#[path = "sharding/switch.rs"]
+mod switch;
 // The runtime's hash, to find which bucket a Blog falls in (its tests are the runtime's).
 #[allow(dead_code, unused_imports)]
 #[path = "../runtime/src/shards/hash.rs"]

@@ -239,6 +239,54 @@ fn step_down(elector: &Elector, leadership: &Leadership) -> Result<()> {
     Err(Error::LeadershipLost)
 }
 
+/// The holder the leader-election Lease names while a group of replicas with shards holds it
+/// (no replica's identity: any member renews it).
+pub(crate) const GROUP_HOLDER: &str = "kopgen.io/shards";
+
+/// The leader-election Lease, held by a group of replicas that share the work by shards
+/// (`--shards=auto`) rather than by one leader. While any member renews it, a manager without
+/// shards (the old ones of a rolling update that turns shards on, or the new ones of one that
+/// turns them off) waits as for any leader; and the group takes shards only once such a leader
+/// has released the Lease or let it expire. Either way the one that held it stopped writing
+/// first (its renew deadline is shorter than the lease duration), so two modes never write at
+/// once. The group never releases it: a member cannot know that none of the others still
+/// writes, so the Lease expires the lease duration after the last member's renewal.
+pub(crate) struct GroupLease(Elector);
+
+impl GroupLease {
+    pub(crate) fn new(client: Client, election: &LeaderElection) -> Self {
+        Self(Elector {
+            api: Api::namespaced(client, &election.namespace),
+            name: election.lease_name.clone(),
+            identity: GROUP_HOLDER.to_owned(),
+            timing: election.timing,
+            observed: None,
+        })
+    }
+
+    /// Takes or renews the Lease for the group: whether the group holds it now, renewed since
+    /// this call began (by this replica, or by another member that wrote first).
+    pub(crate) async fn hold(&mut self) -> Result<bool> {
+        if self.0.try_acquire_or_renew().await? {
+            return Ok(true);
+        }
+        // Another write came first: a member's renewal, or a leader's taking of an expired
+        // Lease. Only the Lease as it is now tells which.
+        if self.holder() != Some(GROUP_HOLDER) {
+            return Ok(false);
+        }
+        let lease = self.0.request(self.0.api.get_opt(&self.0.name)).await?;
+        let holder = lease.and_then(|l| l.spec).and_then(|s| s.holder_identity);
+        Ok(holder.as_deref() == Some(GROUP_HOLDER))
+    }
+
+    /// Who held the Lease when it was last read.
+    pub(crate) fn holder(&self) -> Option<&str> {
+        let ((holder, _), _) = self.0.observed.as_ref()?;
+        holder.as_deref()
+    }
+}
+
 struct Elector {
     api: Api<Lease>,
     name: String,

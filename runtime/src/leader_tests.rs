@@ -285,3 +285,119 @@ async fn a_leader_never_acts_longer_than_the_lease_after_its_last_renewal() {
     assert!(acted < slow.lease_duration, "{acted:?}");
     server.abort();
 }
+
+fn elector(client: &Client, identity: &str) -> Elector {
+    Elector {
+        api: Api::namespaced(client.clone(), "testns"),
+        name: "operator-lock".into(),
+        identity: identity.into(),
+        timing: FAST,
+        observed: None,
+    }
+}
+
+/// A rolling update that turns shards on, then off: the group of replicas with shards waits
+/// while a leader without them holds the Lease and takes it once released; a leader without
+/// shards then waits while any member renews it, and takes it only the lease duration after the
+/// group's last renewal (by which time every member has passed its renew deadline).
+#[tokio::test]
+async fn a_leader_and_a_group_with_shards_never_hold_the_lease_at_once() {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let server = tokio::spawn(lease_server(handle, usize::MAX));
+    let client = Client::new(service, "testns");
+    let mut old = elector(&client, "leader-a");
+    assert!(old.try_acquire_or_renew().await.expect("taken"));
+    let mut group = GroupLease::new(client.clone(), &election("unused"));
+    for _ in 0..3 {
+        assert!(!group.hold().await.expect("read"), "the leader holds it");
+        assert_eq!(group.holder(), Some("leader-a"));
+        assert!(old.try_acquire_or_renew().await.expect("renewed"));
+    }
+    old.release().await.expect("released");
+    assert!(
+        group.hold().await.expect("taken"),
+        "released: the group takes it"
+    );
+
+    let mut new = elector(&client, "leader-b");
+    let mut last_group_renewal = Instant::now();
+    let renewing = Instant::now();
+    while renewing.elapsed() < FAST.lease_duration * 2 {
+        assert!(
+            !new.try_acquire_or_renew().await.expect("read"),
+            "the group holds it"
+        );
+        tokio::time::sleep(FAST.retry_period).await;
+        last_group_renewal = Instant::now();
+        assert!(group.hold().await.expect("renewed"));
+    }
+    // The members are gone: the Lease expires the lease duration after their last renewal.
+    loop {
+        if new.try_acquire_or_renew().await.expect("read") {
+            break;
+        }
+        tokio::time::sleep(FAST.retry_period).await;
+    }
+    assert!(last_group_renewal.elapsed() >= FAST.lease_duration);
+    assert!(
+        !group.hold().await.expect("read"),
+        "the new leader holds it"
+    );
+    drop(client);
+    drop((old, group, new));
+    let holders = server.await.expect("server");
+    assert_eq!(
+        holders,
+        [
+            json!("leader-a"),
+            Value::Null,
+            json!(GROUP_HOLDER),
+            json!("leader-b")
+        ]
+    );
+}
+
+/// Answers each request with the next `(status, body)`, checking its method.
+async fn scripted(
+    mut handle: mock::Handle<Request<Body>, Response<Body>>,
+    script: Vec<(Method, u16, Value)>,
+) {
+    for (method, code, body) in script {
+        let (request, send) = handle.next_request().await.expect("a request");
+        assert_eq!(request.method(), method, "{}", request.uri());
+        send.send_response(
+            Response::builder()
+                .status(code)
+                .body(Body::from(serde_json::to_vec(&body).expect("JSON")))
+                .expect("response"),
+        );
+    }
+}
+
+fn lease(holder: &str, version: &str) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "operator-lock", "namespace": "testns", "resourceVersion": version},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 1, "renewTime": "2026-01-01T00:00:00.000000Z"},
+    })
+}
+
+/// Two members renew the group's Lease at once and one's write conflicts: the Lease is still
+/// the group's. A conflict with a leader that took the expired Lease is not.
+#[tokio::test]
+async fn a_member_that_loses_the_write_to_another_member_still_holds_for_the_group() {
+    for (now, held) in [(GROUP_HOLDER, true), ("leader-b", false)] {
+        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let server = tokio::spawn(scripted(
+            handle,
+            vec![
+                (Method::GET, 200, lease(GROUP_HOLDER, "1")),
+                (Method::PATCH, 409, status(409)),
+                (Method::GET, 200, lease(now, "2")),
+            ],
+        ));
+        let mut group = GroupLease::new(Client::new(service, "testns"), &election("unused"));
+        assert_eq!(group.hold().await.expect("answered"), held, "held by {now}");
+        server.await.expect("every answer sent");
+    }
+}

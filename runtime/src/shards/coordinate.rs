@@ -9,7 +9,10 @@
 //!   to another back once no reconcile of it is in flight (none starts meanwhile); and frees
 //!   the buckets of members it has seen dead;
 //! - its writes are fenced on its own Lease ([`Leadership`]): at the renew deadline after its
-//!   last renewal it stops writing and exits, before the others may think it dead.
+//!   last renewal it stops writing and exits, before the others may think it dead;
+//! - the group holds the leader-election Lease too ([`GroupLease`]), renewed with each
+//!   member's own: a manager without shards never leads beside it, and it takes shards only
+//!   once such a leader has stopped (a rolling update that turns shards on or off).
 //!
 //! On shutdown a replica gives its buckets back and deletes its Lease, so the others take over
 //! at their next round instead of after the lease duration.
@@ -31,7 +34,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::{BUCKETS, Held, Shards, assign::assign, hash};
-use crate::{Error, Result, leader::LeaderElection, leadership::Leadership, metrics::Metrics};
+use crate::{
+    Error, Result,
+    leader::{GroupLease, LeaderElection},
+    leadership::Leadership,
+    metrics::Metrics,
+};
 
 /// The label that marks a member's Lease, its value a hash of the group's name.
 const GROUP_LABEL: &str = "kopgen.io/shard-group";
@@ -61,29 +69,51 @@ pub(crate) async fn run(
         ),
     }
     let timing = election.timing;
+    // The leader-election Lease, held for the group: no manager without shards leads beside it.
+    let mut group = GroupLease::new(client, election);
     let mut renewed_at: Option<Instant> = None;
+    let mut waiting = false;
     loop {
         let started = Instant::now();
-        match tokio::time::timeout(timing.retry_period, member.renew()).await {
-            Ok(Ok(())) => {
+        let renewal = async {
+            member.renew().await?;
+            group.hold().await
+        };
+        match tokio::time::timeout(timing.retry_period, renewal).await {
+            Ok(Ok(true)) => {
                 renewed_at = Some(started);
                 leadership.lead_until(started.into_std() + timing.renew_deadline);
+                waiting = false;
             }
-            Ok(Err(error)) => warn!(%error, "could not renew this replica's shard Lease"),
-            Err(_) => warn!("no answer about this replica's shard Lease"),
+            Ok(Ok(false)) if renewed_at.is_some() => {
+                // Only a Lease this group let expire can have been taken: stop at once.
+                warn!(
+                    lease = %election.lease_name, holder = ?group.holder(),
+                    "a manager without shards took the leader-election Lease; stopping"
+                );
+                leadership.lose();
+                shards.hold([false; BUCKETS]);
+                return Err(Error::LeadershipLost);
+            }
+            Ok(Ok(false)) => {
+                if !waiting {
+                    info!(
+                        lease = %election.lease_name, holder = ?group.holder(),
+                        "waiting for the leader-election Lease, held by a manager without \
+                         shards: this replica takes shards once it is released or expires"
+                    );
+                }
+                waiting = true;
+            }
+            // Waiting would not help: say what the Role lacks, and stop.
+            Ok(Err(error)) if forbidden(&error) => return Err(role_lacks(election, &error)),
+            Ok(Err(error)) => warn!(%error, "could not renew this replica's shard Leases"),
+            Err(_) => warn!("no answer about this replica's shard Leases"),
         }
         if renewed_at.is_some_and(|at| at.elapsed() < timing.renew_deadline) {
             match tokio::time::timeout(timing.retry_period, member.rebalance(&shards)).await {
                 Ok(Ok(held)) => report(&metrics, &held),
-                // Waiting would not help: say what the Role lacks, and stop.
-                Ok(Err(error)) if forbidden(&error) => {
-                    return Err(Error::Config(format!(
-                        "--shards=auto: the manager may not read or write its Leases in {}; \
-                         the leader-election Role needs get, list, create, patch and delete \
-                         on leases (kopgen upgrade adds them): {error}",
-                        election.namespace
-                    )));
-                }
+                Ok(Err(error)) if forbidden(&error) => return Err(role_lacks(election, &error)),
                 Ok(Err(error)) => warn!(%error, "could not rebalance the shards"),
                 Err(_) => warn!("no answer about the shards' Lease"),
             }
@@ -120,6 +150,16 @@ pub(crate) async fn run(
 fn report(metrics: &Metrics, held: &Held) {
     let count = held.iter().filter(|h| **h).count();
     metrics.shards(count, hash::ranges(held).into_iter().map(hash::range_name));
+}
+
+/// What the Role lacks, when the API server forbids a request about the Leases.
+fn role_lacks(election: &LeaderElection, error: &Error) -> Error {
+    Error::Config(format!(
+        "--shards=auto: the manager may not read or write its Leases in {}; the \
+         leader-election Role needs get, list, create, patch and delete on leases (kopgen \
+         upgrade adds them): {error}",
+        election.namespace
+    ))
 }
 
 fn forbidden(error: &Error) -> bool {
