@@ -270,9 +270,10 @@ impl GroupLease {
         if self.0.try_acquire_or_renew().await? {
             return Ok(true);
         }
-        // Another write came first: a member's renewal, or a leader's taking of an expired
-        // Lease. Only the Lease as it is now tells which.
-        if self.holder() != Some(GROUP_HOLDER) {
+        // Held by a leader when read; else another write came first (a member's renewal or
+        // creation, or a leader's taking of a free or expired Lease), and only the Lease as it
+        // is now tells which.
+        if self.holder().is_some_and(|holder| holder != GROUP_HOLDER) {
             return Ok(false);
         }
         let lease = self.0.request(self.0.api.get_opt(&self.0.name)).await?;

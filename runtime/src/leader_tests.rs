@@ -382,20 +382,32 @@ fn lease(holder: &str, version: &str) -> Value {
     })
 }
 
-/// Two members renew the group's Lease at once and one's write conflicts: the Lease is still
-/// the group's. A conflict with a leader that took the expired Lease is not.
+/// Two members renew (or create) the group's Lease at once and one's write conflicts: the
+/// Lease is still the group's. A conflict with a leader that took the Lease is not.
 #[tokio::test]
 async fn a_member_that_loses_the_write_to_another_member_still_holds_for_the_group() {
-    for (now, held) in [(GROUP_HOLDER, true), ("leader-b", false)] {
+    let renewal = |now| {
+        vec![
+            (Method::GET, 200, lease(GROUP_HOLDER, "1")),
+            (Method::PATCH, 409, status(409)),
+            (Method::GET, 200, lease(now, "2")),
+        ]
+    };
+    let creation = |now| {
+        vec![
+            (Method::GET, 404, status(404)),
+            (Method::POST, 409, status(409)),
+            (Method::GET, 200, lease(now, "1")),
+        ]
+    };
+    for (script, now, held) in [
+        (renewal(GROUP_HOLDER), GROUP_HOLDER, true),
+        (renewal("leader-b"), "leader-b", false),
+        (creation(GROUP_HOLDER), GROUP_HOLDER, true),
+        (creation("leader-b"), "leader-b", false),
+    ] {
         let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let server = tokio::spawn(scripted(
-            handle,
-            vec![
-                (Method::GET, 200, lease(GROUP_HOLDER, "1")),
-                (Method::PATCH, 409, status(409)),
-                (Method::GET, 200, lease(now, "2")),
-            ],
-        ));
+        let server = tokio::spawn(scripted(handle, script));
         let mut group = GroupLease::new(Client::new(service, "testns"), &election("unused"));
         assert_eq!(group.hold().await.expect("answered"), held, "held by {now}");
         server.await.expect("every answer sent");
