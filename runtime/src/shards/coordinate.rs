@@ -75,9 +75,10 @@ pub(crate) async fn run(
     let mut waiting = false;
     loop {
         let started = Instant::now();
+        // Side by side: one round trip's time, not two, counts against the retry period.
         let renewal = async {
-            member.renew().await?;
-            group.hold().await
+            let ((), held) = tokio::try_join!(member.renew(), group.hold())?;
+            Ok::<bool, Error>(held)
         };
         match tokio::time::timeout(timing.retry_period, renewal).await {
             Ok(Ok(true)) => {
