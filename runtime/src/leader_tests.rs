@@ -378,7 +378,11 @@ fn lease(holder: &str, version: &str) -> Value {
     json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "operator-lock", "namespace": "testns", "resourceVersion": version},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 1, "renewTime": "2026-01-01T00:00:00.000000Z"},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": 1,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+        },
     })
 }
 
