@@ -178,6 +178,7 @@ pub(crate) async fn elect(
         identity,
         timing,
         observed: None,
+        told_of_group: false,
     };
 
     info!(lease = %elector.name, identity = %elector.identity, "waiting for leadership");
@@ -261,6 +262,7 @@ impl GroupLease {
             identity: GROUP_HOLDER.to_owned(),
             timing: election.timing,
             observed: None,
+            told_of_group: false,
         })
     }
 
@@ -295,6 +297,8 @@ struct Elector {
     timing: Timing,
     /// The Lease's holder and renew time as last seen, and when they were seen to change.
     observed: Option<(Record, Instant)>,
+    /// Whether this replica has said that replicas with shards hold the Lease (once).
+    told_of_group: bool,
 }
 
 /// What identifies one renewal of a Lease: its holder and renew time.
@@ -347,6 +351,15 @@ impl Elector {
             .map_or_else(Instant::now, |(_, at)| *at);
         let expired = seen_at.elapsed() >= self.timing.lease_duration;
         if holder.is_some() && !mine && !expired {
+            if holder.as_deref() == Some(GROUP_HOLDER) && !self.told_of_group {
+                // Shards turned off by a rolling update: say why this replica does not lead.
+                info!(
+                    lease = %self.name,
+                    "the Lease is held by replicas with --shards; this replica leads once they \
+                     have stopped and it expires"
+                );
+                self.told_of_group = true;
+            }
             debug!(holder = ?holder, "the Lease is held");
             return Ok(false);
         }

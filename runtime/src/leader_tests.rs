@@ -293,6 +293,7 @@ fn elector(client: &Client, identity: &str) -> Elector {
         identity: identity.into(),
         timing: FAST,
         observed: None,
+        told_of_group: false,
     }
 }
 

@@ -123,4 +123,11 @@ fn turning_shards_on_and_off_never_has_two_modes_writing() {
         beside.1
     );
     assert!(!beside.1.contains("became leader"), "{}", beside.1);
+    assert!(
+        beside
+            .1
+            .contains("the Lease is held by replicas with --shards"),
+        "{}",
+        beside.1
+    );
 }
