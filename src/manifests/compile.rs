@@ -38,8 +38,13 @@ pub struct Crate {
 }
 
 impl Crate {
-    /// The crate of `manifest`, with `features` on; it must have a library target.
-    pub fn open(manifest: &Path, features: &[String]) -> Result<Self, CompileError> {
+    /// The crate of `manifest`, with `features` on and the Kubernetes version `k8s` (as
+    /// [`super::versions::k8s_version`] reads it); it must have a library target.
+    pub fn open(
+        manifest: &Path,
+        features: &[String],
+        k8s: Option<&super::versions::K8sVersion>,
+    ) -> Result<Self, CompileError> {
         let text =
             crate::regular_file::read_to_string(manifest).map_err(|e| CompileError::Manifest {
                 manifest: manifest.to_path_buf(),
@@ -71,12 +76,9 @@ impl Crate {
             package,
             src: lib.parent().unwrap_or(dir).to_path_buf(),
             features: features.to_vec(),
-            k8s_openapi_version: Some(super::versions::k8s_version(
-                manifest,
-                &super::cfg::Cfg::new(Some(manifest), features),
-            ))
-            .filter(|version| !version.enabled_by_the_crate)
-            .map(|version| version.number()),
+            k8s_openapi_version: k8s
+                .filter(|version| !version.enabled_by_the_crate)
+                .map(|version| version.number()),
         })
     }
 

@@ -209,6 +209,8 @@ fn derive_each(
     options: &Options,
 ) -> Result<Vec<KindResult>, ManifestError> {
     let cfg = cfg::Cfg::new(options.manifest.as_deref(), &options.features);
+    // What the static derivation compares types with, and what a compiled crdgen builds with.
+    let k8s_version = (options.manifest.as_deref()).map(|m| versions::k8s_version(m, &cfg));
     let mut index = Index::build(sources, cfg).map_err(ManifestError::Many)?;
     impls::link(&mut index);
     let mut kinds = kinds::find(&index).map_err(ManifestError::Many)?;
@@ -238,10 +240,8 @@ fn derive_each(
             .collect(),
         None => {
             let mut builder = schema::Builder::new(&index);
-            builder.k8s_version = options
-                .manifest
-                .as_deref()
-                .map(|manifest| versions::k8s_version(manifest, &index.cfg).feature)
+            builder.k8s_version = (k8s_version.as_ref())
+                .map(|version| version.feature.clone())
                 .filter(|feature| feature != library::k8s_versions::LATEST);
             let schemas = kinds
                 .iter()
@@ -290,7 +290,7 @@ fn derive_each(
         // Loose files can only be derived statically: their errors say what to write instead.
         return Ok(results);
     };
-    let krate = compile::Crate::open(manifest, &options.features)?;
+    let krate = compile::Crate::open(manifest, &options.features, k8s_version.as_ref())?;
     eprintln!(
         "note: compiling {} for {} kind(s) kopgen cannot derive from the source ({}); cargo's progress follows",
         manifest.display(),
