@@ -9,7 +9,9 @@
 //!   to another back once no reconcile of it is in flight (none starts meanwhile); and frees
 //!   the buckets of members it has seen dead;
 //! - its writes are fenced on its own Lease ([`Leadership`]): at the renew deadline after its
-//!   last renewal it stops writing and exits, before the others may think it dead;
+//!   last renewal it stops writing and gives its buckets up, before the others may think it
+//!   dead; it takes part again, its caches still warm, once every reconcile begun before has
+//!   ended (none of them can write after it holds buckets again) and it renews its Lease;
 //! - the group holds the leader-election Lease too ([`GroupLease`]), renewed with each
 //!   member's own: a manager without shards never leads beside it, and it takes shards only
 //!   once such a leader has stopped (a rolling update that turns shards on or off).
@@ -48,7 +50,7 @@ const OWNERS: &str = "kopgen.io/shard-owners";
 
 /// Takes part in the group of `election`'s Lease until `release`, keeping `shards` and
 /// `leadership` current. Returns `Ok` after `release` (having given its buckets back), and
-/// [`Error::LeadershipLost`] when it could not renew its Lease within the renew deadline.
+/// [`Error::LeadershipLost`] when a manager without shards took the leader-election Lease.
 pub(crate) async fn run(
     client: Client,
     election: &LeaderElection,
@@ -80,7 +82,14 @@ pub(crate) async fn run(
             let ((), held) = tokio::try_join!(member.renew(), group.hold())?;
             Ok::<bool, Error>(held)
         };
-        match tokio::time::timeout(timing.retry_period, renewal).await {
+        // A slow API server's answer counts until the renew deadline, as client-go's does (a
+        // replica not yet renewed has no deadline: it waits as long).
+        let patience = renewed_at.map_or(timing.renew_deadline, |at| {
+            (at + timing.renew_deadline)
+                .saturating_duration_since(started)
+                .max(timing.retry_period)
+        });
+        match tokio::time::timeout(patience, renewal).await {
             Ok(Ok(true)) => {
                 renewed_at = Some(started);
                 leadership.lead_until(started.into_std() + timing.renew_deadline);
@@ -136,11 +145,22 @@ pub(crate) async fn run(
             () = lapse => {
                 warn!(
                     deadline = ?timing.renew_deadline,
-                    "no renewal of this replica's shard Lease within the renew deadline; stopping"
+                    "no renewal of this replica's shard Lease within the renew deadline: it \
+                     gives its shards up, and takes part again once its reconciles begun before \
+                     have ended and it renews the Lease"
                 );
                 leadership.lose();
                 shards.hold([false; BUCKETS]);
-                return Err(Error::LeadershipLost);
+                report(&metrics, &[false; BUCKETS]);
+                renewed_at = None;
+                // Bounded by the reconcile timeout: a reconcile is cut off at it.
+                tokio::select! {
+                    () = release.cancelled() => {
+                        member.leave(&shards, drain).await;
+                        return Ok(());
+                    }
+                    () = shards.idle() => info!("no reconcile of before the lapse is in flight"),
+                }
             }
             () = tokio::time::sleep(timing.retry_period) => {}
         }

@@ -269,3 +269,180 @@ async fn a_role_that_may_not_list_leases_is_named() {
     );
     server.abort();
 }
+
+/// An API server of Leases (get, list, create, merge patches guarded by the resource version),
+/// which answers nothing while `silent` is set, as one the replica cannot reach.
+async fn leases_server(
+    mut handle: tower_test::mock::Handle<
+        http::Request<kube::client::Body>,
+        http::Response<kube::client::Body>,
+    >,
+    silent: Arc<std::sync::atomic::AtomicBool>,
+) {
+    use http::{Method, Response};
+    use serde_json::Value;
+
+    fn merge(target: &mut Value, patch: &Value) {
+        match (target.as_object_mut(), patch.as_object()) {
+            (Some(target), Some(patch)) => {
+                for (key, value) in patch {
+                    match value {
+                        Value::Null => drop(target.remove(key)),
+                        _ => merge(target.entry(key.clone()).or_insert(Value::Null), value),
+                    }
+                }
+            }
+            _ => *target = patch.clone(),
+        }
+    }
+    let mut leases: std::collections::BTreeMap<String, Value> = Default::default();
+    let mut version = 0;
+    let mut unanswered = Vec::new();
+    while let Some((request, send)) = handle.next_request().await {
+        if silent.load(std::sync::atomic::Ordering::SeqCst) {
+            unanswered.push(send);
+            continue;
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = body.collect_bytes().await.unwrap_or_default();
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let name = parts
+            .uri
+            .path()
+            .rsplit_once("/leases")
+            .map(|(_, n)| n.trim_start_matches('/'));
+        let name = name.unwrap_or_default().to_owned();
+        let missing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "not found"});
+        let conflict = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "Conflict", "code": 409, "message": "conflict"});
+        version += 1;
+        let (code, answer) = match (parts.method, leases.get_mut(&name)) {
+            (Method::GET, _) if name.is_empty() => {
+                // The members' Leases: those with the group's label (the only selector sent).
+                let member = |lease: &&Value| !lease["metadata"]["labels"][GROUP_LABEL].is_null();
+                let items: Vec<&Value> = leases.values().filter(member).collect();
+                let list = json!({"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                    "metadata": {}, "items": items});
+                (200, list)
+            }
+            (Method::GET, Some(lease)) => (200, lease.clone()),
+            (Method::POST, _) => {
+                let mut lease = body;
+                lease["metadata"]["resourceVersion"] = json!(version.to_string());
+                let name = lease["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                leases.insert(name, lease.clone());
+                (201, lease)
+            }
+            (Method::PATCH, Some(lease)) => {
+                let expected = &body["metadata"]["resourceVersion"];
+                if !expected.is_null() && *expected != lease["metadata"]["resourceVersion"] {
+                    (409, conflict)
+                } else {
+                    merge(lease, &body);
+                    lease["metadata"]["resourceVersion"] = json!(version.to_string());
+                    (200, lease.clone())
+                }
+            }
+            (Method::DELETE, Some(_)) => (200, leases.remove(&name).unwrap_or_default()),
+            _ => (404, missing),
+        };
+        send.send_response(
+            Response::builder()
+                .status(code)
+                .body(kube::client::Body::from(
+                    serde_json::to_vec(&answer).unwrap_or_default(),
+                ))
+                .expect("a response"),
+        );
+    }
+    drop(unanswered);
+}
+
+/// Waits until `done`, 10 s at most.
+async fn within(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A replica that cannot renew its Lease (the API server stops answering) gives its buckets
+/// up by the renew deadline and keeps running, its caches warm; it takes part again only once
+/// the reconciles begun before have ended (none of them may write after it holds buckets
+/// again) and the API server answers.
+#[tokio::test]
+async fn a_replica_that_could_not_renew_takes_part_again_once_its_reconciles_ended() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let timing = crate::leader::Timing {
+        lease_duration: Duration::from_millis(600),
+        renew_deadline: Duration::from_millis(300),
+        retry_period: Duration::from_millis(50),
+    };
+    let (service, handle) = tower_test::mock::pair();
+    let silent = Arc::new(AtomicBool::new(false));
+    let server = tokio::spawn(leases_server(handle, silent.clone()));
+    let election = LeaderElection {
+        lease_name: "demo.example.com".into(),
+        namespace: "demo-system".into(),
+        identity: Some("replica-a".into()),
+        timing,
+    };
+    let (shards, leadership, release) = (
+        Shards::default(),
+        Leadership::elected(),
+        CancellationToken::new(),
+    );
+    let member = tokio::spawn({
+        let (shards, leadership, release) = (shards.clone(), leadership.clone(), release.clone());
+        async move {
+            let client = Client::new(service, "demo-system");
+            let metrics = Arc::new(Metrics::default());
+            let drain = Duration::from_secs(1);
+            run(
+                client, &election, shards, leadership, metrics, release, drain,
+            )
+            .await
+        }
+    });
+    let every = |shards: &Shards, held: bool| shards.holding().iter().all(|h| *h == held);
+    within("alone, it holds every bucket", || {
+        every(&shards, true) && leadership.is_leading()
+    })
+    .await;
+    let in_flight = shards.enter(7).expect("held");
+
+    silent.store(true, Ordering::SeqCst);
+    let lapsed = Instant::now();
+    within("it gives its buckets up", || {
+        every(&shards, false) && !leadership.is_leading()
+    })
+    .await;
+    assert!(
+        lapsed.elapsed() < timing.lease_duration,
+        "{:?}",
+        lapsed.elapsed()
+    );
+    silent.store(false, Ordering::SeqCst);
+    tokio::time::sleep(timing.lease_duration).await;
+    assert!(!member.is_finished(), "it keeps running");
+    assert!(
+        every(&shards, false) && !leadership.is_leading(),
+        "not while a reconcile of before is in flight"
+    );
+
+    drop(in_flight);
+    within("it takes part again", || {
+        every(&shards, true) && leadership.is_leading()
+    })
+    .await;
+    release.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), member).await;
+    assert!(matches!(outcome, Ok(Ok(Ok(())))), "{outcome:?}");
+    server.abort();
+}

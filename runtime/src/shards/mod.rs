@@ -212,20 +212,26 @@ impl Shards {
 
     /// Waits until no reconcile is in flight in a bucket being given up, or `limit` passes.
     pub(crate) async fn drained(&self, limit: std::time::Duration) {
-        let wait = async {
-            loop {
-                let notified = self.inner.drained.notified();
-                let busy = {
-                    let state = lock(&self.inner.state);
-                    (0..BUCKETS).any(|b| state.releasing[b] && state.in_flight[b] > 0)
-                };
-                if !busy {
-                    return;
-                }
-                notified.await;
+        let drained = self
+            .until(|state| (0..BUCKETS).all(|b| !state.releasing[b] || state.in_flight[b] == 0));
+        let _ = tokio::time::timeout(limit, drained).await;
+    }
+
+    /// Waits until no reconcile is in flight in any bucket.
+    pub(crate) async fn idle(&self) {
+        self.until(|state| state.in_flight.iter().all(|n| *n == 0))
+            .await;
+    }
+
+    /// Waits until `done` holds of the state, looked at again as each reconcile ends.
+    async fn until(&self, done: impl Fn(&State) -> bool) {
+        loop {
+            let notified = self.inner.drained.notified();
+            if done(&lock(&self.inner.state)) {
+                return;
             }
-        };
-        let _ = tokio::time::timeout(limit, wait).await;
+            notified.await;
+        }
     }
 
     /// This replica holds `held` now, as recorded in the cluster. Buckets gained get a new
