@@ -116,44 +116,55 @@ pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
     let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
     let table: toml::Table = text.parse().unwrap_or_default();
     let workspace = workspace_dependencies(&crate_dir(manifest));
-    let feature = |keys: &[&str]| {
-        let mut features = Vec::new();
-        for section in dependency_sections(&table) {
-            for key in keys {
-                for dependency in dependencies(section, key, &workspace) {
-                    if dependency.package != "k8s-openapi" {
-                        continue;
-                    }
-                    for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
-                        let listed = spec.get("features").and_then(toml::Value::as_array);
-                        let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
-                        features.extend(listed.map(str::to_owned));
-                    }
-                    // `[features] default = ["k8s-openapi/v1_33"]`: what the features the
-                    // crate is built with turn on (cargo takes them for its dependencies).
-                    if *key != "dev-dependencies" {
-                        features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
-                    }
-                }
-            }
-        }
-        features.iter().find_map(|feature| match feature.as_str() {
-            "latest" => Some(LATEST.to_owned()),
-            "earliest" => Some(EARLIEST.to_owned()),
-            other if other.starts_with("v1_") => Some(other.to_owned()),
-            _ => None,
-        })
+    let version = |keys: &[&str]| {
+        let features = k8s_openapi_features(&table, &workspace, cfg, keys);
+        features
+            .into_iter()
+            .find_map(|feature| match feature.as_str() {
+                "latest" => Some(LATEST.to_owned()),
+                "earliest" => Some(EARLIEST.to_owned()),
+                other if other.starts_with("v1_") => Some(other.to_owned()),
+                _ => None,
+            })
     };
-    match feature(&["dependencies", "build-dependencies"]) {
+    match version(&["dependencies", "build-dependencies"]) {
         Some(feature) => K8sVersion {
             feature,
             enabled_by_the_crate: true,
         },
         None => K8sVersion {
-            feature: feature(&["dev-dependencies"]).unwrap_or_else(|| LATEST.to_owned()),
+            feature: version(&["dev-dependencies"]).unwrap_or_else(|| LATEST.to_owned()),
             enabled_by_the_crate: false,
         },
     }
+}
+
+/// The features the crate's k8s-openapi dependencies of the kinds `keys` are built with: those
+/// they list, and those the crate's own enabled features turn on for them
+/// (`[features] default = ["k8s-openapi/v1_33"]`; cargo applies these to dependencies and
+/// build-dependencies only).
+fn k8s_openapi_features(
+    table: &toml::Table,
+    workspace: &toml::Table,
+    cfg: &Cfg,
+    keys: &[&str],
+) -> Vec<String> {
+    let declared = dependency_sections(table).flat_map(|section| {
+        keys.iter()
+            .flat_map(move |key| dependencies(section, key, workspace).map(move |d| (*key, d)))
+    });
+    let mut features = Vec::new();
+    for (key, dependency) in declared.filter(|(_, d)| d.package == "k8s-openapi") {
+        for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
+            let listed = spec.get("features").and_then(toml::Value::as_array);
+            let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
+            features.extend(listed.map(str::to_owned));
+        }
+        if key != "dev-dependencies" {
+            features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
+        }
+    }
+    features
 }
 
 /// Whether `version` (`5.0.3`, `5`, `^0.29`) is within `expected` (`5.0`). A requirement that
