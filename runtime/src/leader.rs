@@ -408,13 +408,17 @@ impl Elector {
         Ok(())
     }
 
-    /// A request that fails after `retry_period` instead of hanging.
+    /// A request that fails after half the renew deadline instead of hanging, as client-go's
+    /// leader-election client does (`max(1s, RenewDeadline/2)`): long enough for an API server
+    /// slow under load, short enough that one hung request leaves time for another before the
+    /// deadline.
     async fn request<T>(&self, request: impl Future<Output = kube::Result<T>>) -> Result<T> {
-        match tokio::time::timeout(self.timing.retry_period, request).await {
+        let limit = (self.timing.renew_deadline / 2).max(self.timing.retry_period);
+        match tokio::time::timeout(limit, request).await {
             Ok(result) => Ok(result?),
             Err(_) => Err(Error::Timeout(format!(
-                "no answer about Lease {} within {:?}",
-                self.name, self.timing.retry_period
+                "no answer about Lease {} within {limit:?}",
+                self.name
             ))),
         }
     }
