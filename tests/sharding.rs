@@ -516,13 +516,13 @@ fn wait<T>(what: &str, context: &dyn Fn() -> String, check: impl Fn() -> Option<
 /// A manager's last 30 lines, without the frames of a backtrace (which would push out the
 /// error they follow).
 fn tail(log: &str) -> String {
-    let frame = |line: &&str| {
+    let not_a_frame = |line: &&str| {
         let line = line.trim_start();
         let numbered = line
             .split_once(": ")
             .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
         !(numbered || line.starts_with("at "))
     };
-    let lines: Vec<&str> = log.lines().filter(frame).collect();
+    let lines: Vec<&str> = log.lines().filter(not_a_frame).collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
 }

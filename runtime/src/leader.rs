@@ -43,6 +43,16 @@ pub struct Timing {
     pub retry_period: Duration,
 }
 
+impl Timing {
+    /// How long one request about a Lease may take: half the renew deadline, as client-go's
+    /// leader-election client (`max(1s, RenewDeadline/2)`), long enough for an API server slow
+    /// under load, short enough that one hung request leaves time for another before the
+    /// deadline.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        (self.renew_deadline / 2).max(self.retry_period)
+    }
+}
+
 impl Default for Timing {
     fn default() -> Self {
         Self {
@@ -408,12 +418,9 @@ impl Elector {
         Ok(())
     }
 
-    /// A request that fails after half the renew deadline instead of hanging, as client-go's
-    /// leader-election client does (`max(1s, RenewDeadline/2)`): long enough for an API server
-    /// slow under load, short enough that one hung request leaves time for another before the
-    /// deadline.
+    /// A request that fails after [`Timing::request_timeout`] instead of hanging.
     async fn request<T>(&self, request: impl Future<Output = kube::Result<T>>) -> Result<T> {
-        let limit = (self.timing.renew_deadline / 2).max(self.timing.retry_period);
+        let limit = self.timing.request_timeout();
         match tokio::time::timeout(limit, request).await {
             Ok(result) => Ok(result?),
             Err(_) => Err(Error::Timeout(format!(

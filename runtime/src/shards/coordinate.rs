@@ -121,10 +121,10 @@ pub(crate) async fn run(
             Err(_) => warn!("no answer about this replica's shard Leases"),
         }
         if renewed_at.is_some_and(|at| at.elapsed() < timing.renew_deadline) {
-            // As long as a leader's request may take (half the renew deadline): a round cut
-            // off sooner would never finish on a slow API server. Its writes are safe whenever
-            // they land: what this replica holds is read from the record each round.
-            let limit = (timing.renew_deadline / 2).max(timing.retry_period);
+            // As long as a leader's request may take: a round cut off sooner would never
+            // finish on a slow API server. Its writes are safe whenever they land: what this
+            // replica holds is read from the record each round.
+            let limit = timing.request_timeout();
             match tokio::time::timeout(limit, member.rebalance(&shards)).await {
                 Ok(Ok(held)) => report(&metrics, &held),
                 Ok(Err(error)) if forbidden(&error) => return Err(role_lacks(election, &error)),
