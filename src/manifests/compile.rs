@@ -32,18 +32,18 @@ pub struct Crate {
     /// Features the program enables on it, beside its default ones.
     pub features: Vec<String>,
     /// The Kubernetes version the program selects for k8s-openapi (`1.33`), where the crate
-    /// leaves it to its binary (see [`super::versions::K8sVersion`]): built alone, k8s-openapi
+    /// leaves it to its binary (see [`super::crate_k8s_version::K8sVersion`]): built alone, k8s-openapi
     /// would refuse to build without one.
     pub k8s_openapi_version: Option<String>,
 }
 
 impl Crate {
     /// The crate of `manifest`, with `features` on and the Kubernetes version `k8s` (as
-    /// [`super::versions::k8s_version`] reads it); it must have a library target.
+    /// [`super::crate_k8s_version::k8s_version`] reads it); it must have a library target.
     pub fn open(
         manifest: &Path,
         features: &[String],
-        k8s: Option<&super::versions::K8sVersion>,
+        k8s: Option<&super::crate_k8s_version::K8sVersion>,
     ) -> Result<Self, CompileError> {
         let text =
             crate::regular_file::read_to_string(manifest).map_err(|e| CompileError::Manifest {

@@ -13,6 +13,7 @@ pub mod attrs;
 pub mod cel_cost;
 pub mod cfg;
 pub mod compile;
+pub mod crate_k8s_version;
 pub mod crd;
 pub mod derive;
 /// controller-gen's `maxDescLen`: one file with the runtime, so that `kopgen manifests` and
@@ -210,7 +211,8 @@ fn derive_each(
 ) -> Result<Vec<KindResult>, ManifestError> {
     let cfg = cfg::Cfg::new(options.manifest.as_deref(), &options.features);
     // What the static derivation compares types with, and what a compiled crdgen builds with.
-    let k8s_version = (options.manifest.as_deref()).map(|m| versions::k8s_version(m, &cfg));
+    let k8s_version =
+        (options.manifest.as_deref()).map(|m| crate_k8s_version::k8s_version(m, &cfg));
     let mut index = Index::build(sources, cfg).map_err(ManifestError::Many)?;
     impls::link(&mut index);
     let mut kinds = kinds::find(&index).map_err(ManifestError::Many)?;

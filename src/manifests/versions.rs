@@ -5,8 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::cfg::Cfg;
-
 /// (crate, major.minor) of every crate whose behaviour shapes a CRD, as kopgen's own
 /// `Cargo.lock` has them (a unit test keeps the two equal).
 pub const REPRODUCED: &[(&str, &str)] = &[
@@ -67,7 +65,7 @@ pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
             (lock, versions)
         }
         None => {
-            let workspace = workspace_dependencies(&dir);
+            let workspace = workspace(&dir).dependencies;
             (manifest.to_path_buf(), required_versions(&own, &workspace))
         }
     };
@@ -87,86 +85,6 @@ pub fn mismatches(manifest: &Path) -> Vec<Mismatch> {
     found
 }
 
-/// The Kubernetes version a crate's k8s-openapi is built for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct K8sVersion {
-    /// Its feature (`v1_33`), `latest` and `earliest` resolved.
-    pub feature: String,
-    /// Whether the crate's own dependencies enable it. k8s-openapi tells a library to leave the
-    /// choice to the binary that uses it and to enable a version only for its tests and examples
-    /// (`[dev-dependencies]`): built alone, such a library names none, so a program that
-    /// builds it (the crdgen `kopgen manifests` compiles) must.
-    pub enabled_by_the_crate: bool,
-}
-
-impl K8sVersion {
-    /// `1.33`, as k8s-openapi's `K8S_OPENAPI_ENABLED_VERSION` takes it.
-    pub fn number(&self) -> String {
-        self.feature.trim_start_matches("v").replacen('_', ".", 1)
-    }
-}
-
-/// The Kubernetes version the crate of `manifest` selects with a k8s-openapi feature (`v1_33`,
-/// `earliest`): k8s-openapi types' schemas differ between versions (new fields, new
-/// descriptions), so a kind that embeds one whose schema is not `latest`'s is compiled. From its
-/// dependencies, else from its dev-dependencies (what its tests, the drift test among them,
-/// build with), else `latest`, which is what kopgen builds a crate that names none with.
-pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
-    use super::library::k8s_versions::{EARLIEST, LATEST};
-    let text = crate::regular_file::read_to_string(manifest).unwrap_or_default();
-    let table: toml::Table = text.parse().unwrap_or_default();
-    let workspace = workspace_dependencies(&crate_dir(manifest));
-    let version = |keys: &[&str]| {
-        let features = k8s_openapi_features(&table, &workspace, cfg, keys);
-        features
-            .into_iter()
-            .find_map(|feature| match feature.as_str() {
-                "latest" => Some(LATEST.to_owned()),
-                "earliest" => Some(EARLIEST.to_owned()),
-                other if other.starts_with("v1_") => Some(other.to_owned()),
-                _ => None,
-            })
-    };
-    match version(&["dependencies", "build-dependencies"]) {
-        Some(feature) => K8sVersion {
-            feature,
-            enabled_by_the_crate: true,
-        },
-        None => K8sVersion {
-            feature: version(&["dev-dependencies"]).unwrap_or_else(|| LATEST.to_owned()),
-            enabled_by_the_crate: false,
-        },
-    }
-}
-
-/// The features the crate's k8s-openapi dependencies of the kinds `keys` are built with: those
-/// they list, and those the crate's own enabled features turn on for them
-/// (`[features] default = ["k8s-openapi/v1_33"]`; cargo applies these to dependencies and
-/// build-dependencies only).
-fn k8s_openapi_features(
-    table: &toml::Table,
-    workspace: &toml::Table,
-    cfg: &Cfg,
-    keys: &[&str],
-) -> Vec<String> {
-    let declared = dependency_sections(table).flat_map(|section| {
-        keys.iter()
-            .flat_map(move |key| dependencies(section, key, workspace).map(move |d| (*key, d)))
-    });
-    let mut features = Vec::new();
-    for (key, dependency) in declared.filter(|(_, d)| d.package == "k8s-openapi") {
-        for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
-            let listed = spec.get("features").and_then(toml::Value::as_array);
-            let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
-            features.extend(listed.map(str::to_owned));
-        }
-        if key != "dev-dependencies" {
-            features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
-        }
-    }
-    features
-}
-
 /// Whether `version` (`5.0.3`, `5`, `^0.29`) is within `expected` (`5.0`). A requirement that
 /// names only a major version is taken at its word (cargo may pick any minor).
 fn same_minor(version: &str, expected: &str) -> bool {
@@ -180,33 +98,33 @@ fn same_minor(version: &str, expected: &str) -> bool {
 
 /// The directory of the crate of `manifest`, absolute, so that a walk up from it reaches its
 /// workspace from a relative path (`.`) too.
-fn crate_dir(manifest: &Path) -> PathBuf {
+pub(super) fn crate_dir(manifest: &Path) -> PathBuf {
     let dir = manifest.parent().unwrap_or(Path::new("."));
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// The tables of a manifest that hold dependency tables: the manifest itself (`[dependencies]`)
 /// and each `[target.'cfg(..)']`.
-fn dependency_sections(manifest: &toml::Table) -> impl Iterator<Item = &toml::Table> {
+pub(super) fn dependency_sections(manifest: &toml::Table) -> impl Iterator<Item = &toml::Table> {
     let targets = manifest.get("target").and_then(toml::Value::as_table);
     let targets = targets.into_iter().flat_map(|t| t.values());
     std::iter::once(manifest).chain(targets.filter_map(toml::Value::as_table))
 }
 
 /// One dependency as a manifest section declares it.
-struct Dependency<'a> {
+pub(super) struct Dependency<'a> {
     /// Its key (`alias` in `alias = { package = "real" }`).
-    alias: &'a str,
+    pub alias: &'a str,
     /// The package it is, as the lock names it.
-    package: &'a str,
-    own: &'a toml::Value,
+    pub package: &'a str,
+    pub own: &'a toml::Value,
     /// The workspace's entry it inherits (`{ workspace = true }`).
-    inherited: Option<&'a toml::Value>,
+    pub inherited: Option<&'a toml::Value>,
 }
 
 /// The dependencies of `section`'s table `key` (`dependencies`, `dev-dependencies`, ...), with
 /// what they inherit from `workspace` (its `[workspace.dependencies]`).
-fn dependencies<'a>(
+pub(super) fn dependencies<'a>(
     section: &'a toml::Table,
     key: &str,
     workspace: &'a toml::Table,
@@ -312,23 +230,32 @@ fn locked_versions(lock: &str, root: Option<&Root>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `[workspace.dependencies]` of the workspace `dir`'s crate belongs to (the nearest manifest
-/// above it with a `[workspace]`), where a member's `kube = { workspace = true }` is resolved.
-fn workspace_dependencies(dir: &Path) -> toml::Table {
-    dir.ancestors()
-        .skip(1)
-        .map(|d| d.join("Cargo.toml"))
-        .filter(|manifest| manifest.is_file())
-        .filter_map(|manifest| crate::regular_file::read_to_string(&manifest).ok())
-        .filter_map(|text| text.parse::<toml::Table>().ok())
-        .find_map(|table| {
-            table
-                .get("workspace")
-                .and_then(toml::Value::as_table)
-                .cloned()
-        })
-        .and_then(|workspace| workspace.get("dependencies")?.as_table().cloned())
-        .unwrap_or_default()
+/// The workspace a crate belongs to.
+pub(super) struct Workspace {
+    /// Its directory: the `path`s of its dependencies are relative to it.
+    pub root: PathBuf,
+    /// Its `[workspace.dependencies]`, where a member's `kube = { workspace = true }` is
+    /// resolved.
+    pub dependencies: toml::Table,
+}
+
+/// The workspace of the crate in `dir`: the nearest manifest with a `[workspace]` from `dir` up
+/// (the crate's own, for a workspace's root package); `dir` alone when there is none.
+pub(super) fn workspace(dir: &Path) -> Workspace {
+    let declared = dir.ancestors().find_map(|root| {
+        let text = crate::regular_file::read_to_string(&root.join("Cargo.toml")).ok()?;
+        let table = text.parse::<toml::Table>().ok()?;
+        let workspace = table.get("workspace")?.as_table()?;
+        let dependencies = workspace
+            .get("dependencies")
+            .and_then(toml::Value::as_table);
+        Some((root, dependencies.cloned().unwrap_or_default()))
+    });
+    let (root, dependencies) = declared.unwrap_or((dir, toml::Table::new()));
+    Workspace {
+        root: root.to_path_buf(),
+        dependencies,
+    }
 }
 
 /// The version requirements of the dependencies in a `Cargo.toml` (`kube` stands for
@@ -447,54 +374,6 @@ mod tests {
             7,
             "without the crate: every package"
         );
-    }
-
-    /// A binary names its Kubernetes version in its dependencies; a library, as k8s-openapi
-    /// asks, only in its dev-dependencies (what its tests build with), or nowhere.
-    #[test]
-    fn the_kubernetes_version_is_the_crates_else_its_tests_else_latest() {
-        use crate::manifests::library::k8s_versions::{EARLIEST, LATEST};
-        let dir = tempfile::tempdir().expect("tempdir");
-        let manifest = dir.path().join("Cargo.toml");
-        let version = |text: &str| {
-            std::fs::write(&manifest, format!("[package]\nname = \"op\"\n{text}")).expect("write");
-            let cfg = Cfg::new(Some(&manifest), &["extra".to_owned()]);
-            let found = k8s_version(&manifest, &cfg);
-            (found.feature, found.enabled_by_the_crate)
-        };
-        let binary =
-            "[dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_34\"] }\n";
-        assert_eq!(version(binary), ("v1_34".into(), true));
-        let earliest =
-            "[dependencies.k8s-openapi]\nversion = \"0.29\"\nfeatures = [\"earliest\"]\n";
-        assert_eq!(version(earliest), (EARLIEST.into(), true));
-        let library = "[dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"schemars\"] }\n\
-                       [dev-dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_35\"] }\n";
-        assert_eq!(version(library), ("v1_35".into(), false));
-        // By a feature, the crate's default ones or those kopgen is told of (`--features`).
-        let by_feature = |features: &str| {
-            format!(
-                "[features]\n{features}\n[dependencies]\nk8s = {{ package = \"k8s-openapi\", version = \"0.29\" }}\n\
-                 [dev-dependencies]\nk8s-openapi = {{ version = \"0.29\", features = [\"v1_35\"] }}\n"
-            )
-        };
-        let default = by_feature("default = [\"k8s\"]\nk8s = [\"k8s?/v1_34\"]");
-        assert_eq!(version(&default), ("v1_34".into(), true));
-        let extra = by_feature("extra = [\"k8s/earliest\"]");
-        assert_eq!(version(&extra), (EARLIEST.into(), true));
-        let off = by_feature("other = [\"k8s/v1_34\"]");
-        assert_eq!(version(&off), ("v1_35".into(), false));
-        let through_kube = "[dependencies]\nkube = \"5\"\n";
-        assert_eq!(version(through_kube), (LATEST.into(), false));
-        let number = |feature: &str| {
-            let version = K8sVersion {
-                feature: feature.into(),
-                enabled_by_the_crate: false,
-            };
-            version.number()
-        };
-        assert_eq!(number("v1_35"), "1.35");
-        assert_eq!(number(LATEST), LATEST.replace("v1_", "1."));
     }
 
     #[test]

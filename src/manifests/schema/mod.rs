@@ -72,7 +72,7 @@ pub struct Builder<'a> {
     /// field is tried, so that one run lists every refusal (see [`Builder::take_more`]).
     more: Vec<SourceError>,
     /// The Kubernetes version the crate selects with a k8s-openapi feature, when not `latest`'s
-    /// (see [`super::versions::k8s_version`]): a k8s-openapi type whose schema differs there
+    /// (see [`super::crate_k8s_version::k8s_version`]): a k8s-openapi type whose schema differs there
     /// needs compiling.
     pub k8s_version: Option<String>,
 }
