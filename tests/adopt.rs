@@ -256,6 +256,86 @@ fn adopting_refuses_what_it_cannot_adopt_and_changes_nothing() {
     assert!(mixed.join(CRD).is_file());
 }
 
+/// An adopted member of a workspace: cargo makes the runtime's copy (a `path` dependency inside
+/// the workspace) a member too, whatever the workspace's `exclude` says, so the copy must not
+/// bring its own tests into `cargo test --workspace`, nor a Kubernetes version into the
+/// workspace's builds: a library of the workspace picks it here.
+#[test]
+fn an_adopted_workspace_member_brings_no_tests_or_kubernetes_version_of_the_runtimes() {
+    let session = Session::new();
+    let member = session.join("workspace/widgets");
+    copy(&fixture(), &member);
+    let manifest = session
+        .read("workspace/widgets/Cargo.toml")
+        .replace(
+            "features = [\"latest\", \"schemars\"]",
+            "features = [\"schemars\"]",
+        )
+        .replace(
+            "[dependencies]\n",
+            "[dependencies]\ncommon = { path = \"../common\" }\n",
+        );
+    session.write("workspace/widgets/Cargo.toml", &manifest);
+    session.write(
+        "workspace/common/Cargo.toml",
+        "[package]\nname = \"common\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+         [dependencies]\nk8s-openapi = { version = \"0.29\", features = [\"v1_33\"] }\n",
+    );
+    session.write("workspace/common/src/lib.rs", "");
+    session.write(
+        "workspace/Cargo.toml",
+        "[workspace]\nmembers = [\"common\", \"widgets\"]\nresolver = \"2\"\n",
+    );
+    ok(&member, &["init", "--adopt"]);
+
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(session.join("workspace"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let runtime = packages
+        .iter()
+        .find(|p| p["name"] == "kopgen-runtime")
+        .expect("the runtime's copy is a package of the workspace");
+    let members = metadata["workspace_members"].as_array().expect("members");
+    assert!(
+        members.contains(&runtime["id"]),
+        "cargo's rule: {members:?}"
+    );
+    for target in runtime["targets"].as_array().expect("targets") {
+        if target["kind"] == serde_json::json!(["lib"]) {
+            assert_eq!(target["test"], false, "{target}");
+            assert_eq!(target["doctest"], false, "{target}");
+        }
+    }
+    for dependency in runtime["dependencies"].as_array().expect("dependencies") {
+        if dependency["name"] == "k8s-openapi" {
+            let features = dependency["features"].as_array().expect("features");
+            assert!(
+                !features.iter().any(|f| {
+                    let f = f.as_str().unwrap_or_default();
+                    f == "latest" || f == "earliest" || f.starts_with("v1_")
+                }),
+                "the runtime's {} k8s-openapi enables a version: {features:?}",
+                dependency["kind"]
+            );
+        }
+    }
+}
+
 #[test]
 fn a_binary_crate_is_adopted_without_a_drift_test() {
     let session = Session::new();
