@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::cfg::Cfg;
 use super::library::k8s_versions::{EARLIEST, LATEST};
-use super::versions::{crate_dir, dependencies, dependency_sections, workspace};
+use super::versions::{Workspace, crate_dir, dependencies, dependency_sections, workspace};
+
+/// The dependency tables of what the crate's build (not its tests) compiles.
+const BUILT: &[&str] = &["dependencies", "build-dependencies"];
 
 /// Path dependencies followed at most, so that a manifest tree of any shape is read in bounded
 /// time (a real workspace has tens).
@@ -41,7 +44,6 @@ impl K8sVersion {
 /// dev-dependencies (what its tests, the drift test among them, build with), else `latest`,
 /// which is what kopgen builds a crate that names none with.
 pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
-    const BUILT: &[&str] = &["dependencies", "build-dependencies"];
     let table = manifest_table(manifest);
     let workspace = workspace(&crate_dir(manifest)).dependencies;
     let built = version_in(k8s_openapi_features(&table, &workspace, cfg, BUILT))
@@ -111,44 +113,44 @@ fn k8s_openapi_features(
 /// library often does, and then the crate's build has that version whether the crate names
 /// one or not. Registry dependencies are not read: the published libraries leave it alone.
 fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
-    let mut seen = HashSet::from([crate_dir(manifest)]);
-    let mut pending = path_dependencies(manifest);
+    let root = crate_dir(manifest);
+    let mut seen = HashSet::new();
+    let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
         if seen.len() > MAX_PATH_CRATES || !seen.insert(dir.clone()) {
             continue;
         }
-        let library = dir.join("Cargo.toml");
-        let table = manifest_table(&library);
-        let workspace = workspace(&dir).dependencies;
-        let cfg = Cfg::new(Some(&library), &[]);
-        let built = &["dependencies", "build-dependencies"];
-        if let Some(version) = version_in(k8s_openapi_features(&table, &workspace, &cfg, built)) {
-            return Some(version);
+        let manifest = dir.join("Cargo.toml");
+        let table = manifest_table(&manifest);
+        let workspace = workspace(&dir);
+        // The crate's own features were read with the features it is built with.
+        if dir != root {
+            let cfg = Cfg::new(Some(&manifest), &[]);
+            let features = k8s_openapi_features(&table, &workspace.dependencies, &cfg, BUILT);
+            if let Some(version) = version_in(features) {
+                return Some(version);
+            }
         }
-        pending.extend(path_dependencies(&library));
+        pending.extend(path_dependencies(&table, &dir, &workspace));
     }
     None
 }
 
-/// The directories of the crates `manifest`'s crate depends on by `path` (its own or the one
-/// it inherits from `[workspace.dependencies]`, relative to the workspace), outside its tests.
-fn path_dependencies(manifest: &Path) -> Vec<PathBuf> {
-    let table = manifest_table(manifest);
-    let dir = crate_dir(manifest);
-    let workspace = workspace(&dir);
+/// The directories of the crates the crate in `dir` (its manifest `table`) depends on by
+/// `path` (its own or the one it inherits from `[workspace.dependencies]`, relative to the
+/// workspace), outside its tests.
+fn path_dependencies(table: &toml::Table, dir: &Path, workspace: &Workspace) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for section in dependency_sections(&table) {
-        for key in ["dependencies", "build-dependencies"] {
+    for section in dependency_sections(table) {
+        for key in BUILT {
             for dependency in dependencies(section, key, &workspace.dependencies) {
-                let own = dependency.own.get("path").map(|path| (&dir, path));
-                let inherited = (dependency.inherited.and_then(|spec| spec.get("path")))
-                    .map(|path| (&workspace.root, path));
-                let Some((base, path)) = own.or(inherited) else {
-                    continue;
-                };
-                let Some(path) = path.as_str() else { continue };
-                let path = base.join(path);
-                found.push(std::fs::canonicalize(&path).unwrap_or(path));
+                let path = |spec: &toml::Value| spec.get("path")?.as_str().map(str::to_owned);
+                let own = path(dependency.own).map(|path| dir.join(path));
+                let inherited =
+                    (dependency.inherited.and_then(path)).map(|path| workspace.root.join(path));
+                if let Some(path) = own.or(inherited) {
+                    found.push(std::fs::canonicalize(&path).unwrap_or(path));
+                }
             }
         }
     }
