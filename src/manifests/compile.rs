@@ -258,9 +258,9 @@ pub fn crds(
     let mut command = Command::new(&cargo);
     // k8s-openapi's own way to name a version for a library built alone; the user's own setting
     // stands.
-    if let Some(version) = &krate.k8s_openapi_version
-        && std::env::var_os("K8S_OPENAPI_ENABLED_VERSION").is_none()
-    {
+    let named = (krate.k8s_openapi_version.as_ref())
+        .filter(|_| std::env::var_os("K8S_OPENAPI_ENABLED_VERSION").is_none());
+    if let Some(version) = named {
         command.env("K8S_OPENAPI_ENABLED_VERSION", version);
     }
     let mut child = command
@@ -291,10 +291,16 @@ pub fn crds(
             .lines()
             .skip_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
             .collect();
-        return Err(CompileError::Build {
-            harness,
-            stderr: errors.join("\n"),
-        });
+        let stderr = errors.join("\n");
+        // A library the crate depends on enables a version kopgen did not see (a registry
+        // crate's), and k8s-openapi refuses the one kopgen named beside it.
+        if let Some(version) = named
+            && stderr.contains("features are enabled on the k8s-openapi crate")
+        {
+            let version = version.clone();
+            return Err(CompileError::TwoKubernetesVersions { version, stderr });
+        }
+        return Err(CompileError::Build { harness, stderr });
     }
     let binary = target
         .join("debug")

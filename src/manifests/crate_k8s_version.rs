@@ -115,9 +115,9 @@ fn k8s_openapi_features(
 fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
     let root = crate_dir(manifest);
     let mut seen = HashSet::new();
-    let mut pending = vec![root.clone()];
-    while let Some(dir) = pending.pop() {
-        if seen.len() > MAX_PATH_CRATES || !seen.insert(dir.clone()) {
+    let mut pending = vec![(root.clone(), Vec::new())];
+    while let Some((dir, features)) = pending.pop() {
+        if seen.len() > MAX_PATH_CRATES || !seen.insert((dir.clone(), features.clone())) {
             continue;
         }
         let manifest = dir.join("Cargo.toml");
@@ -125,7 +125,7 @@ fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
         let workspace = workspace(&dir);
         // The crate's own features were read with the features it is built with.
         if dir != root {
-            let cfg = Cfg::new(Some(&manifest), &[]);
+            let cfg = Cfg::new(Some(&manifest), &features);
             let features = k8s_openapi_features(&table, &workspace.dependencies, &cfg, BUILT);
             if let Some(version) = version_in(features) {
                 return Some(version);
@@ -136,10 +136,14 @@ fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
     None
 }
 
-/// The directories of the crates the crate in `dir` (its manifest `table`) depends on by
-/// `path` (its own or the one it inherits from `[workspace.dependencies]`, relative to the
-/// workspace), outside its tests.
-fn path_dependencies(table: &toml::Table, dir: &Path, workspace: &Workspace) -> Vec<PathBuf> {
+/// The crates the crate in `dir` (its manifest `table`) depends on by `path` (its own or the
+/// one it inherits from `[workspace.dependencies]`, relative to the workspace), outside its
+/// tests: each one's directory and the features the dependency turns on in it.
+fn path_dependencies(
+    table: &toml::Table,
+    dir: &Path,
+    workspace: &Workspace,
+) -> Vec<(PathBuf, Vec<String>)> {
     let mut found = Vec::new();
     for section in dependency_sections(table) {
         for key in BUILT {
@@ -148,9 +152,19 @@ fn path_dependencies(table: &toml::Table, dir: &Path, workspace: &Workspace) -> 
                 let own = path(dependency.own).map(|path| dir.join(path));
                 let inherited =
                     (dependency.inherited.and_then(path)).map(|path| workspace.root.join(path));
-                if let Some(path) = own.or(inherited) {
-                    found.push(std::fs::canonicalize(&path).unwrap_or(path));
-                }
+                let Some(path) = own.or(inherited) else {
+                    continue;
+                };
+                let specs = std::iter::once(dependency.own).chain(dependency.inherited);
+                let mut features: Vec<String> = specs
+                    .filter_map(|spec| spec.get("features")?.as_array())
+                    .flatten()
+                    .filter_map(toml::Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
+                features.sort();
+                features.dedup();
+                found.push((std::fs::canonicalize(&path).unwrap_or(path), features));
             }
         }
     }
@@ -258,6 +272,23 @@ mod tests {
         assert_eq!(
             version("[dependencies]\napi = { path = \"../api\" }\n"),
             enabled
+        );
+        // By a feature of the library that the crate turns on.
+        write(
+            "flagged/Cargo.toml",
+            &format!(
+                "{}[features]\nk8s = [\"k8s-openapi/v1_34\"]\n\n\
+                 [dependencies]\nk8s-openapi = \"0.29\"\n",
+                package("flagged")
+            ),
+        );
+        assert_eq!(
+            version("[dependencies]\nflagged = { path = \"../flagged\", features = [\"k8s\"] }\n"),
+            ("v1_34".to_owned(), true)
+        );
+        assert_eq!(
+            version("[dependencies]\nflagged = { path = \"../flagged\" }\n"),
+            (LATEST.to_owned(), false)
         );
         // Only what the crate's build has: a library its tests use does not count.
         assert_eq!(

@@ -157,6 +157,10 @@ pub enum CompileError {
         "the crate does not compile with kopgen's crdgen program (in {harness}):\n{stderr}\n  help: fix the errors above (`cargo build` shows them too); types the program names must be public and reachable from the crate root"
     )]
     Build { harness: PathBuf, stderr: String },
+    #[error(
+        "the crate names no Kubernetes version, so kopgen built it for {version} (K8S_OPENAPI_ENABLED_VERSION), and a library it depends on enables another:\n{stderr}\n  help: run again with K8S_OPENAPI_ENABLED_VERSION set to the library's version (the other one named above), or name that version in the crate's k8s-openapi dev-dependency, which kopgen builds a library with"
+    )]
+    TwoKubernetesVersions { version: String, stderr: String },
     #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
     Run { status: String, stderr: String },
 }
