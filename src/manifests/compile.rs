@@ -32,8 +32,8 @@ pub struct Crate {
     /// Features the program enables on it, beside its default ones.
     pub features: Vec<String>,
     /// The Kubernetes version the program selects for k8s-openapi (`1.33`), where the crate
-    /// leaves it to its binary (see [`super::crate_k8s_version::K8sVersion`]): built alone, k8s-openapi
-    /// would refuse to build without one.
+    /// leaves it to its binary (see [`super::crate_k8s_version::K8sVersion`]): built alone,
+    /// k8s-openapi would refuse to build without one.
     pub k8s_openapi_version: Option<String>,
 }
 

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::cfg::Cfg;
 use super::library::k8s_versions::{EARLIEST, LATEST};
-use super::versions::{Workspace, crate_dir, dependencies, dependency_sections, workspace};
+use super::versions::{
+    Dependency, Workspace, crate_dir, dependencies, dependency_sections, workspace,
+};
 
 /// The dependency tables of what the crate's build (not its tests) compiles.
 const BUILT: &[&str] = &["dependencies", "build-dependencies"];
@@ -45,16 +47,18 @@ impl K8sVersion {
 /// which is what kopgen builds a crate that names none with.
 pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
     let table = manifest_table(manifest);
-    let workspace = workspace(&crate_dir(manifest)).dependencies;
-    let built = version_in(k8s_openapi_features(&table, &workspace, cfg, BUILT))
-        .or_else(|| enabled_by_path_dependencies(manifest));
+    let dir = crate_dir(manifest);
+    let workspace = workspace(&dir);
+    let own = k8s_openapi_features(&table, &workspace.dependencies, cfg, BUILT);
+    let built = version_in(own).or_else(|| enabled_by_path_dependencies(&table, &dir, &workspace));
     match built {
         Some(feature) => K8sVersion {
             feature,
             enabled_by_the_crate: true,
         },
         None => {
-            let tests = k8s_openapi_features(&table, &workspace, cfg, &["dev-dependencies"]);
+            let tests = ["dev-dependencies"];
+            let tests = k8s_openapi_features(&table, &workspace.dependencies, cfg, &tests);
             K8sVersion {
                 feature: version_in(tests).unwrap_or_else(|| LATEST.to_owned()),
                 enabled_by_the_crate: false,
@@ -96,11 +100,7 @@ fn k8s_openapi_features(
     });
     let mut features = Vec::new();
     for (key, dependency) in declared.filter(|(_, d)| d.package == "k8s-openapi") {
-        for spec in std::iter::once(dependency.own).chain(dependency.inherited) {
-            let listed = spec.get("features").and_then(toml::Value::as_array);
-            let listed = listed.into_iter().flatten().filter_map(toml::Value::as_str);
-            features.extend(listed.map(str::to_owned));
-        }
+        features.extend(listed_features(&dependency));
         if key != "dev-dependencies" {
             features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
         }
@@ -108,14 +108,27 @@ fn k8s_openapi_features(
     features
 }
 
+/// The features a dependency's `features = [..]` turns on, its own and those of the workspace's
+/// entry it inherits.
+fn listed_features(dependency: &Dependency<'_>) -> Vec<String> {
+    let specs = std::iter::once(dependency.own).chain(dependency.inherited);
+    let listed = specs.filter_map(|spec| spec.get("features")?.as_array());
+    let listed = listed.flatten().filter_map(toml::Value::as_str);
+    listed.map(str::to_owned).collect()
+}
+
 /// The version a library the crate builds with, reached through `path` dependencies, enables
-/// (with its default features): k8s-openapi asks libraries not to, but a workspace's own
+/// (with its default features and those the dependency names): k8s-openapi asks libraries not to, but a workspace's own
 /// library often does, and then the crate's build has that version whether the crate names
 /// one or not. Registry dependencies are not read: the published libraries leave it alone.
-fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
-    let root = crate_dir(manifest);
-    let mut seen = HashSet::new();
-    let mut pending = vec![(root.clone(), Vec::new())];
+/// `table` is the crate's manifest, in `root`, a member of `root_workspace`.
+fn enabled_by_path_dependencies(
+    table: &toml::Table,
+    root: &Path,
+    root_workspace: &Workspace,
+) -> Option<String> {
+    let mut seen = HashSet::from([(root.to_path_buf(), Vec::new())]);
+    let mut pending = path_dependencies(table, root, root_workspace);
     while let Some((dir, features)) = pending.pop() {
         if seen.len() > MAX_PATH_CRATES || !seen.insert((dir.clone(), features.clone())) {
             continue;
@@ -123,13 +136,10 @@ fn enabled_by_path_dependencies(manifest: &Path) -> Option<String> {
         let manifest = dir.join("Cargo.toml");
         let table = manifest_table(&manifest);
         let workspace = workspace(&dir);
-        // The crate's own features were read with the features it is built with.
-        if dir != root {
-            let cfg = Cfg::new(Some(&manifest), &features);
-            let features = k8s_openapi_features(&table, &workspace.dependencies, &cfg, BUILT);
-            if let Some(version) = version_in(features) {
-                return Some(version);
-            }
+        let cfg = Cfg::new(Some(&manifest), &features);
+        let enabled = k8s_openapi_features(&table, &workspace.dependencies, &cfg, BUILT);
+        if let Some(version) = version_in(enabled) {
+            return Some(version);
         }
         pending.extend(path_dependencies(&table, &dir, &workspace));
     }
@@ -155,13 +165,7 @@ fn path_dependencies(
                 let Some(path) = own.or(inherited) else {
                     continue;
                 };
-                let specs = std::iter::once(dependency.own).chain(dependency.inherited);
-                let mut features: Vec<String> = specs
-                    .filter_map(|spec| spec.get("features")?.as_array())
-                    .flatten()
-                    .filter_map(toml::Value::as_str)
-                    .map(str::to_owned)
-                    .collect();
+                let mut features = listed_features(&dependency);
                 features.sort();
                 features.dedup();
                 found.push((std::fs::canonicalize(&path).unwrap_or(path), features));
@@ -179,7 +183,6 @@ mod tests {
     /// asks, only in its dev-dependencies (what its tests build with), or nowhere.
     #[test]
     fn the_kubernetes_version_is_the_crates_else_its_tests_else_latest() {
-        use crate::manifests::library::k8s_versions::{EARLIEST, LATEST};
         let dir = tempfile::tempdir().expect("tempdir");
         let manifest = dir.path().join("Cargo.toml");
         let version = |text: &str| {
