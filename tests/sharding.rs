@@ -30,6 +30,7 @@ use audit::{
     assert_one_writer_at_a_time, assert_written_by_holders, audit_lines, bucket, listed,
     open_watches, replica_writes, watched, writers,
 };
+use hash::BUCKETS;
 use serde_json::Value;
 use support::blog::{Manager, deploy_edited_blog_project};
 use support::control_plane::{ControlPlane, Options};
@@ -112,7 +113,7 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
         || {
             let first = &managers[0];
             let filled = cached(first, "objects").is_some() && cached(first, "children").is_some();
-            (held_buckets(first) == Some(64.0) && filled).then_some(())
+            (held_buckets(first) == Some(BUCKETS as f64) && filled).then_some(())
         },
     );
     managers.extend((1..REPLICAS.len()).map(start));
@@ -193,7 +194,7 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
             &|| logs(&managers),
             || {
                 let held: f64 = managers.iter().map(held_buckets).sum::<Option<f64>>()?;
-                (held == 64.0).then_some(())
+                (held == BUCKETS as f64).then_some(())
             },
         );
         let taken = killed_at.elapsed();
@@ -323,7 +324,7 @@ fn scenario(test: &str, feature_gates: Option<&'static str>, mode: &str) {
     assert!(!holders.contains(leaving.name), "{holders}");
     wait("the others hold every bucket", &|| logs(&managers), || {
         let held: f64 = managers.iter().map(held_buckets).sum::<Option<f64>>()?;
-        (held == 64.0).then_some(())
+        (held == BUCKETS as f64).then_some(())
     });
 }
 
@@ -483,11 +484,11 @@ fn metric(manager: &Manager, series: &str) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum())
 }
 
-/// `Some` once the replicas hold the 64 buckets between them, a third each.
+/// `Some` once the replicas hold the 60 buckets between them, a third each.
 fn shared_out(managers: &[Manager]) -> Option<()> {
     let held: Vec<f64> = managers.iter().map(held_buckets).collect::<Option<_>>()?;
-    (held.iter().sum::<f64>() == 64.0 && held.iter().all(|h| (21.0..=22.0).contains(h)))
-        .then_some(())
+    let third = (BUCKETS / 3) as f64;
+    (held.iter().sum::<f64>() == BUCKETS as f64 && held.iter().all(|h| *h == third)).then_some(())
 }
 
 fn held_buckets(manager: &Manager) -> Option<f64> {

@@ -50,7 +50,8 @@ pub fn k8s_version(manifest: &Path, cfg: &Cfg) -> K8sVersion {
     let dir = crate_dir(manifest);
     let workspace = workspace(&dir);
     let own = k8s_openapi_features(&table, &workspace.dependencies, cfg, BUILT);
-    let built = version_in(own).or_else(|| enabled_by_path_dependencies(&table, &dir, &workspace));
+    let built =
+        version_in(own).or_else(|| enabled_by_path_dependencies(&table, cfg, &dir, &workspace));
     match built {
         Some(feature) => K8sVersion {
             feature,
@@ -118,17 +119,19 @@ fn listed_features(dependency: &Dependency<'_>) -> Vec<String> {
 }
 
 /// The version a library the crate builds with, reached through `path` dependencies, enables
-/// (with its default features and those the dependency names): k8s-openapi asks libraries not to, but a workspace's own
-/// library often does, and then the crate's build has that version whether the crate names
-/// one or not. Registry dependencies are not read: the published libraries leave it alone.
-/// `table` is the crate's manifest, in `root`, a member of `root_workspace`.
+/// (with its default features, those the dependency names and those the crate's enabled
+/// features turn on in it): k8s-openapi asks libraries not to, but a workspace's own library
+/// often does, and then the crate's build has that version whether the crate names one or not.
+/// Registry dependencies are not read: the published libraries leave it alone. `table` is the
+/// crate's manifest, in `root`, a member of `root_workspace`, built with `cfg`'s features.
 fn enabled_by_path_dependencies(
     table: &toml::Table,
+    cfg: &Cfg,
     root: &Path,
     root_workspace: &Workspace,
 ) -> Option<String> {
     let mut seen = HashSet::from([(root.to_path_buf(), Vec::new())]);
-    let mut pending = path_dependencies(table, root, root_workspace);
+    let mut pending = path_dependencies(table, cfg, root, root_workspace);
     while let Some((dir, features)) = pending.pop() {
         if seen.len() > MAX_PATH_CRATES || !seen.insert((dir.clone(), features.clone())) {
             continue;
@@ -141,16 +144,18 @@ fn enabled_by_path_dependencies(
         if let Some(version) = version_in(enabled) {
             return Some(version);
         }
-        pending.extend(path_dependencies(&table, &dir, &workspace));
+        pending.extend(path_dependencies(&table, &cfg, &dir, &workspace));
     }
     None
 }
 
-/// The crates the crate in `dir` (its manifest `table`) depends on by `path` (its own or the
-/// one it inherits from `[workspace.dependencies]`, relative to the workspace), outside its
-/// tests: each one's directory and the features the dependency turns on in it.
+/// The crates the crate in `dir` (its manifest `table`, built with `cfg`'s features) depends on
+/// by `path` (its own or the one it inherits from `[workspace.dependencies]`, relative to the
+/// workspace), outside its tests: each one's directory and the features turned on in it, by
+/// the dependency's `features` or by the crate's own (`default = ["common/k8s"]`).
 fn path_dependencies(
     table: &toml::Table,
+    cfg: &Cfg,
     dir: &Path,
     workspace: &Workspace,
 ) -> Vec<(PathBuf, Vec<String>)> {
@@ -166,6 +171,7 @@ fn path_dependencies(
                     continue;
                 };
                 let mut features = listed_features(&dependency);
+                features.extend(cfg.features_of(dependency.alias).map(str::to_owned));
                 features.sort();
                 features.dedup();
                 found.push((std::fs::canonicalize(&path).unwrap_or(path), features));
@@ -291,6 +297,20 @@ mod tests {
         );
         assert_eq!(
             version("[dependencies]\nflagged = { path = \"../flagged\" }\n"),
+            (LATEST.to_owned(), false)
+        );
+        // By a feature of the crate's own that turns the library's on, when it is enabled.
+        let flagged = "[dependencies]\nflagged = { path = \"../flagged\", optional = true }\n";
+        assert_eq!(
+            version(&format!(
+                "[features]\ndefault = [\"kube\"]\nkube = [\"flagged?/k8s\", \"dep:flagged\"]\n\n{flagged}"
+            )),
+            ("v1_34".to_owned(), true)
+        );
+        assert_eq!(
+            version(&format!(
+                "[features]\nkube = [\"flagged/k8s\"]\n\n{flagged}"
+            )),
             (LATEST.to_owned(), false)
         );
         // Only what the crate's build has: a library its tests use does not count.

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::hash::BUCKETS;
 use crate::support::control_plane::ControlPlane;
 
 /// How many whole lines the audit log has now.
@@ -125,7 +126,7 @@ pub(crate) fn listed(
 /// does not leave out (`kopgen.io/shard notin (…)`), or all.
 fn buckets_asked(uri: &str) -> BTreeSet<usize> {
     let query = uri.split_once('?').map_or("", |(_, query)| query);
-    let mut buckets: BTreeSet<usize> = (0..64).collect();
+    let mut buckets: BTreeSet<usize> = (0..BUCKETS).collect();
     for (name, value) in form_urlencoded::parse(query.as_bytes()) {
         if name == "shardSelector" {
             let bounds: Vec<u128> = (value.split('\''))
@@ -147,9 +148,9 @@ fn buckets_asked(uri: &str) -> BTreeSet<usize> {
     buckets
 }
 
-/// The bucket a bound of the hash space starts.
+/// The bucket a bound of the hash space starts (the end of the space: `BUCKETS`).
 pub(crate) fn bucket(bound: u128) -> usize {
-    usize::try_from(bound >> 58).unwrap_or(64)
+    u64::try_from(bound).map_or(BUCKETS, crate::hash::bucket_of)
 }
 
 /// Who held each bucket from when: every change of the shards' owners record that the API

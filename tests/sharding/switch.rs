@@ -62,7 +62,7 @@ fn turning_shards_on_and_off_never_has_two_modes_writing() {
     wait(
         "replica-b holds every bucket",
         &|| context(&[&sharded]),
-        || (held_buckets(&sharded)? == 64.0).then_some(()),
+        || (held_buckets(&sharded)? == BUCKETS as f64).then_some(()),
     );
     apply_blogs(&plane, BLOGS, "three");
     converged(&plane, BLOGS, BLOGS, "three", &|| context(&[&sharded]));

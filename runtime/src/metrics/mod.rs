@@ -223,7 +223,7 @@ impl Metrics {
         );
         own.register(
             "shard_buckets",
-            "How many of the hash space's 64 buckets this replica holds (--shards)",
+            "How many of the hash space's 60 buckets this replica holds (--shards)",
             shard_buckets.clone(),
         );
         Self {

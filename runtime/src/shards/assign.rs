@@ -77,7 +77,7 @@ mod tests {
     }
 
     #[test]
-    fn every_bucket_is_assigned_and_loads_differ_by_at_most_one() {
+    fn every_bucket_is_assigned_and_loads_differ_by_at_most_one_or_are_equal() {
         for count in 1..=9 {
             let names: Vec<String> = (0..count).map(|i| format!("demo-7d9f-{i}")).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -92,6 +92,12 @@ mod tests {
                 "{loads:?}"
             );
             assert_eq!(loads.iter().sum::<usize>(), BUCKETS);
+            if BUCKETS.is_multiple_of(count) {
+                assert!(
+                    loads.iter().all(|&load| load == BUCKETS / count),
+                    "{loads:?}"
+                );
+            }
         }
         assert_eq!(assign(&[]), vec![None; BUCKETS]);
     }

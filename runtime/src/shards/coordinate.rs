@@ -5,6 +5,7 @@
 //!   judges the leader's Lease);
 //! - who holds each bucket is one annotation of the group's Lease (`<lease>-shards`), changed
 //!   only with the version read (optimistic concurrency), so no bucket ever has two holders;
+//!   it is labelled as the members' Leases are, so the one list of them each round reads it;
 //! - a replica takes a free bucket assigned to it ([`super::assign`]); gives a bucket assigned
 //!   to another back once no reconcile of it is in flight (none starts meanwhile); and frees
 //!   the buckets of members it has seen dead;
@@ -245,56 +246,65 @@ impl Member {
         }
     }
 
-    fn label(&self) -> String {
-        format!("{GROUP_LABEL}={:016x}", hash::fnv1a(&self.group))
+    /// The value of [`GROUP_LABEL`] on the group's Leases.
+    fn group_hash(&self) -> String {
+        format!("{:016x}", hash::fnv1a(&self.group))
     }
 
     fn owners_lease(&self) -> String {
         format!("{}-shards", self.group)
     }
 
-    /// Creates or renews this replica's Lease.
+    /// Renews this replica's Lease, or creates it where there is none (its first round, or
+    /// after it left). No other replica writes it, so a renewal is one patch, without reading
+    /// the Lease first for its version: every replica renews every retry period.
     async fn renew(&self) -> Result<()> {
         let now = MicroTime(Timestamp::now());
-        let seconds = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
-        let Some(lease) = self.leases.get_opt(&self.lease).await? else {
-            let group = format!("{:016x}", hash::fnv1a(&self.group));
-            let lease = Lease {
-                metadata: ObjectMeta {
-                    name: Some(self.lease.clone()),
-                    labels: Some([(GROUP_LABEL.to_owned(), group)].into()),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(self.identity.clone()),
-                    lease_duration_seconds: Some(seconds),
-                    acquire_time: Some(now.clone()),
-                    renew_time: Some(now),
-                    ..LeaseSpec::default()
-                }),
-            };
-            self.leases.create(&PostParams::default(), &lease).await?;
-            return Ok(());
-        };
-        let patch = json!({
-            "metadata": { "resourceVersion": lease.metadata.resource_version },
-            "spec": { "holderIdentity": self.identity, "renewTime": now },
-        });
-        (self.leases)
+        let patch = json!({ "spec": { "holderIdentity": self.identity, "renewTime": now } });
+        let renewed = (self.leases)
             .patch(&self.lease, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
+            .await;
+        match renewed {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+        let seconds = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.lease.clone()),
+                labels: Some([(GROUP_LABEL.to_owned(), self.group_hash())].into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.identity.clone()),
+                lease_duration_seconds: Some(seconds),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                ..LeaseSpec::default()
+            }),
+        };
+        self.leases.create(&PostParams::default(), &lease).await?;
         Ok(())
     }
 
-    /// The live members' identities, sorted (this replica among them).
-    async fn live(&mut self) -> Result<Vec<String>> {
+    /// The live members' identities, sorted (this replica among them), and the group's Lease
+    /// of owners when it is labelled as the group's (so one list reads both, each round).
+    async fn live(&mut self) -> Result<(Vec<String>, Option<Lease>)> {
+        let label = format!("{GROUP_LABEL}={}", self.group_hash());
         let leases = self
             .leases
-            .list(&ListParams::default().labels(&self.label()))
+            .list(&ListParams::default().labels(&label))
             .await?;
         let mut live = vec![self.identity.clone()];
         let mut seen = HashMap::new();
+        let mut owners = None;
+        let owners_lease = self.owners_lease();
         for lease in leases {
+            if lease.metadata.name.as_ref() == Some(&owners_lease) {
+                owners = Some(lease);
+                continue;
+            }
             let (Some(name), Some(spec)) = (lease.metadata.name, lease.spec) else {
                 continue;
             };
@@ -314,32 +324,16 @@ impl Member {
         self.observed = seen;
         live.sort();
         live.dedup();
-        Ok(live)
+        Ok((live, owners))
     }
 
-    /// The holder of each bucket as recorded, with the version read; created when missing.
-    async fn owners(&self) -> Result<(Vec<String>, Option<String>)> {
+    /// The holder of each bucket as recorded in `listed` (the group's Lease as listed), else
+    /// as read, with the version read; created when missing.
+    async fn owners(&self, listed: Option<Lease>) -> Result<(Vec<String>, Option<String>)> {
         let name = self.owners_lease();
-        let lease = match self.leases.get_opt(&name).await? {
+        let lease = match listed {
             Some(lease) => lease,
-            None => {
-                let lease = Lease {
-                    metadata: ObjectMeta {
-                        name: Some(name.clone()),
-                        annotations: Some([(OWNERS.to_owned(), empty_owners())].into()),
-                        ..ObjectMeta::default()
-                    },
-                    spec: Some(LeaseSpec::default()),
-                };
-                match self.leases.create(&PostParams::default(), &lease).await {
-                    Ok(lease) => lease,
-                    // Another replica created it first: read theirs.
-                    Err(kube::Error::Api(status)) if status.code == 409 => {
-                        self.leases.get(&name).await?
-                    }
-                    Err(error) => return Err(error.into()),
-                }
-            }
+            None => self.read_or_create_owners(&name).await?,
         };
         let recorded = lease
             .metadata
@@ -355,11 +349,38 @@ impl Member {
         Ok((owners, lease.metadata.resource_version))
     }
 
+    /// The group's Lease of owners, created when missing (labelled, so that the members' list
+    /// reads it from then on).
+    async fn read_or_create_owners(&self, name: &str) -> Result<Lease> {
+        Ok(match self.leases.get_opt(name).await? {
+            Some(lease) => lease,
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(name.to_owned()),
+                        labels: Some([(GROUP_LABEL.to_owned(), self.group_hash())].into()),
+                        annotations: Some([(OWNERS.to_owned(), empty_owners())].into()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(LeaseSpec::default()),
+                };
+                match self.leases.create(&PostParams::default(), &lease).await {
+                    Ok(lease) => lease,
+                    // Another replica created it first: read theirs.
+                    Err(kube::Error::Api(status)) if status.code == 409 => {
+                        self.leases.get(name).await?
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        })
+    }
+
     /// One round: the buckets this replica should take, give back or free, written with the
     /// version read; then what it holds, as recorded.
     async fn rebalance(&mut self, shards: &Shards) -> Result<Held> {
-        let live = self.live().await?;
-        let (owners, version) = self.owners().await?;
+        let (live, listed) = self.live().await?;
+        let (owners, version) = self.owners(listed).await?;
         let next = settle(shards, &owners, &self.identity, &live);
         let recorded = if next == owners {
             owners
@@ -398,7 +419,7 @@ impl Member {
         }
         shards.drained(drain).await;
         let given_back = async {
-            let (owners, version) = self.owners().await?;
+            let (owners, version) = self.owners(None).await?;
             let next: Vec<String> = owners
                 .iter()
                 .map(|o| {

@@ -119,7 +119,7 @@ fn replicas_share_the_buckets_without_overlap_through_joins_and_leaves() {
     assert!(rounds >= 1, "a handover waits for the reconciles in flight");
     for replica in &replicas {
         let share = replica.working().len();
-        assert!((21..=22).contains(&share), "{} holds {share}", replica.name);
+        assert_eq!(share, BUCKETS / 3, "{} holds {share}", replica.name);
     }
 
     // One leaves gracefully: it gives everything back, the others take it over.
@@ -179,10 +179,10 @@ fn a_bucket_in_flight_is_kept_until_its_reconciles_end() {
     let given: Vec<usize> = (0..BUCKETS)
         .filter(|&b| shards.enter(b).is_none())
         .collect();
-    assert!(
-        (31..=33).contains(&given.len()),
-        "new reconciles stop in the buckets to give back: {}",
-        given.len()
+    assert_eq!(
+        given.len(),
+        BUCKETS / 2,
+        "new reconciles stop in the buckets to give back"
     );
     drop(in_flight);
     let next = settle(&shards, &owners, "replica-a", &live);
@@ -271,13 +271,15 @@ async fn a_role_that_may_not_list_leases_is_named() {
 }
 
 /// An API server of Leases (get, list, create, merge patches guarded by the resource version),
-/// which answers nothing while `silent` is set, as one the replica cannot reach.
+/// which answers nothing while `silent` is set, as one the replica cannot reach; each request
+/// it answers goes to `asked` as `<method> <name>` (no name: the list).
 async fn leases_server(
     mut handle: tower_test::mock::Handle<
         http::Request<kube::client::Body>,
         http::Response<kube::client::Body>,
     >,
     silent: Arc<std::sync::atomic::AtomicBool>,
+    asked: Arc<std::sync::Mutex<Vec<String>>>,
 ) {
     use http::{Method, Response};
     use serde_json::Value;
@@ -312,6 +314,7 @@ async fn leases_server(
             .rsplit_once("/leases")
             .map(|(_, n)| n.trim_start_matches('/'));
         let name = name.unwrap_or_default().to_owned();
+        crate::lock(&asked).push(format!("{} {name}", parts.method));
         let missing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
             "reason": "NotFound", "code": 404, "message": "not found"});
         let conflict = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -362,31 +365,23 @@ async fn leases_server(
     drop(unanswered);
 }
 
-/// Waits until `done`, 10 s at most.
-async fn within(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within 10 s");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Replica `replica-a` of the group of `demo.example.com`, alone on a [`leases_server`] (silent
+/// while `silent` is set, its requests in `asked`), running until `release`.
+struct Alone {
+    shards: Shards,
+    leadership: Leadership,
+    release: CancellationToken,
+    member: tokio::task::JoinHandle<Result<()>>,
+    server: tokio::task::JoinHandle<()>,
 }
 
-/// A replica that cannot renew its Lease (the API server stops answering) gives its buckets
-/// up by the renew deadline and keeps running, its caches warm; it takes part again only once
-/// the reconciles begun before have ended (none of them may write after it holds buckets
-/// again) and the API server answers.
-#[tokio::test]
-async fn a_replica_that_could_not_renew_takes_part_again_once_its_reconciles_ended() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    let timing = crate::leader::Timing {
-        lease_duration: Duration::from_millis(600),
-        renew_deadline: Duration::from_millis(300),
-        retry_period: Duration::from_millis(50),
-    };
+fn alone(
+    timing: crate::leader::Timing,
+    silent: Arc<std::sync::atomic::AtomicBool>,
+    asked: Arc<std::sync::Mutex<Vec<String>>>,
+) -> Alone {
     let (service, handle) = tower_test::mock::pair();
-    let silent = Arc::new(AtomicBool::new(false));
-    let server = tokio::spawn(leases_server(handle, silent.clone()));
+    let server = tokio::spawn(leases_server(handle, silent, asked));
     let election = LeaderElection {
         lease_name: "demo.example.com".into(),
         namespace: "demo-system".into(),
@@ -410,6 +405,45 @@ async fn a_replica_that_could_not_renew_takes_part_again_once_its_reconciles_end
             .await
         }
     });
+    Alone {
+        shards,
+        leadership,
+        release,
+        member,
+        server,
+    }
+}
+
+/// Waits until `done`, 10 s at most.
+async fn within(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A replica that cannot renew its Lease (the API server stops answering) gives its buckets
+/// up by the renew deadline and keeps running, its caches warm; it takes part again only once
+/// the reconciles begun before have ended (none of them may write after it holds buckets
+/// again) and the API server answers.
+#[tokio::test]
+async fn a_replica_that_could_not_renew_takes_part_again_once_its_reconciles_ended() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let timing = crate::leader::Timing {
+        lease_duration: Duration::from_millis(600),
+        renew_deadline: Duration::from_millis(300),
+        retry_period: Duration::from_millis(50),
+    };
+    let silent = Arc::new(AtomicBool::new(false));
+    let Alone {
+        shards,
+        leadership,
+        release,
+        member,
+        server,
+    } = alone(timing, silent.clone(), Arc::default());
     let every = |shards: &Shards, held: bool| shards.holding().iter().all(|h| *h == held);
     within("alone, it holds every bucket", || {
         every(&shards, true) && leadership.is_leading()
@@ -444,5 +478,48 @@ async fn a_replica_that_could_not_renew_takes_part_again_once_its_reconciles_end
     release.cancel();
     let outcome = tokio::time::timeout(Duration::from_secs(10), member).await;
     assert!(matches!(outcome, Ok(Ok(Ok(())))), "{outcome:?}");
+    server.abort();
+}
+
+/// Every replica renews every retry period, so a round asks the API server only what it must:
+/// its own Lease is patched without being read first (no other replica writes it), and the
+/// Lease of owners comes with the members' list instead of a read of its own.
+#[tokio::test]
+async fn a_round_reads_no_lease_that_a_patch_or_the_list_answers() {
+    let timing = crate::leader::Timing {
+        lease_duration: Duration::from_millis(600),
+        renew_deadline: Duration::from_millis(300),
+        retry_period: Duration::from_millis(20),
+    };
+    let asked: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let Alone {
+        shards,
+        release,
+        member,
+        server,
+        ..
+    } = alone(timing, Arc::default(), asked.clone());
+    within("alone, it holds every bucket", || {
+        shards.holding().iter().all(|held| *held)
+    })
+    .await;
+    let from = crate::lock(&asked).len();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rounds: Vec<String> = crate::lock(&asked)[from..].to_vec();
+    let own = format!("demo.example.com-{:016x}", hash::fnv1a("replica-a"));
+    let renewals = rounds
+        .iter()
+        .filter(|r| **r == format!("PATCH {own}"))
+        .count();
+    let lists = rounds.iter().filter(|r| *r == "GET ").count();
+    assert!(renewals >= 3 && lists >= 3, "{rounds:?}");
+    // Reads: the list, and the leader-election Lease (held for the group), nothing else.
+    let reads: Vec<&String> = rounds
+        .iter()
+        .filter(|r| r.starts_with("GET ") && *r != "GET " && *r != "GET demo.example.com")
+        .collect();
+    assert!(reads.is_empty(), "{reads:?}");
+    release.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), member).await;
     server.abort();
 }

@@ -18,8 +18,8 @@
 //!
 //! Why not the namespace, which the API server can hash and which a namespaced owner shares
 //! with its children: FNV-1a's top bits hardly depend on a value's last characters, and the
-//! ranges are cut on the top bits, so namespaces named `tenant-1` … `tenant-1000` fall in 10
-//! of the 64 buckets, and one namespace holds all its objects in one. UIDs are random.
+//! buckets are cut from the top down, so namespaces named `tenant-1` … `tenant-1000` fall in a
+//! few of the 60 buckets, and one namespace holds all its objects in one. UIDs are random.
 
 pub(crate) mod assign;
 pub(crate) mod coordinate;
@@ -39,7 +39,7 @@ pub use hash::BUCKETS;
 
 use crate::lock;
 
-/// The label of each child with shards: its owner's bucket (`0` to `63`). A replica's watch of
+/// The label of each child with shards: its owner's bucket (`0` to `59`). A replica's watch of
 /// children excludes the buckets it does not hold (`kopgen.io/shard notin (…)`), so the API
 /// server filters children without any feature gate; children written before shards were on,
 /// without the label, are sent to every replica, which filters them itself, until their next
