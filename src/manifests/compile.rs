@@ -286,21 +286,7 @@ pub fn crds(
         .wait()
         .map_err(|e| CompileError::Cargo(e.to_string()))?;
     if !status.success() {
-        // The errors, without the progress lines before them.
-        let errors: Vec<&str> = said
-            .lines()
-            .skip_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
-            .collect();
-        let stderr = errors.join("\n");
-        // A library the crate depends on enables a version kopgen did not see (a registry
-        // crate's), and k8s-openapi refuses the one kopgen named beside it.
-        if let Some(version) = named
-            && stderr.contains("features are enabled on the k8s-openapi crate")
-        {
-            let version = version.clone();
-            return Err(CompileError::TwoKubernetesVersions { version, stderr });
-        }
-        return Err(CompileError::Build { harness, stderr });
+        return Err(build_failed(named.map(String::as_str), &said, harness));
     }
     let binary = target
         .join("debug")
@@ -318,6 +304,43 @@ pub fn crds(
         &String::from_utf8_lossy(&run.stdout),
         requests.len(),
     ))
+}
+
+/// Why the crdgen's build failed (`said`, cargo's output), when kopgen named the Kubernetes
+/// version `named` for a crate that names none.
+fn build_failed(named: Option<&str>, said: &str, harness: PathBuf) -> CompileError {
+    // The errors, without the progress lines before them.
+    let errors: Vec<&str> = said
+        .lines()
+        .skip_while(|line| !line.starts_with("error") && !line.starts_with("warning"))
+        .collect();
+    let stderr = errors.join("\n");
+    // A library the crate depends on enables a version kopgen did not see (a registry
+    // crate's), and k8s-openapi refuses the one kopgen named beside it.
+    if let Some(named) = named
+        && let Some(library) = other_version(&stderr, named)
+    {
+        let version = named.to_owned();
+        return CompileError::TwoKubernetesVersions {
+            version,
+            library,
+            stderr,
+        };
+    }
+    CompileError::Build { harness, stderr }
+}
+
+/// The version other than `named` (`1.37`) in k8s-openapi's refusal of two ("Both v1_33 and
+/// v1_37 features are enabled on the k8s-openapi crate"), as `1.33`.
+fn other_version(stderr: &str, named: &str) -> Option<String> {
+    let (_, rest) = stderr.split_once("Both v1_")?;
+    let (first, rest) = rest.split_once(" and v1_")?;
+    let (second, _) = rest.split_once(" features are enabled on the k8s-openapi crate")?;
+    let named = named.strip_prefix("1.")?;
+    [first, second]
+        .into_iter()
+        .find(|minor| *minor != named && minor.bytes().all(|b| b.is_ascii_digit()))
+        .map(|minor| format!("1.{minor}"))
 }
 
 /// The program's manifest: its own workspace (it sits inside the user's), depending on the
@@ -426,6 +449,39 @@ mod tests {
         assert_eq!(results[0].as_deref(), Ok("apiVersion: v1\n"));
         assert_eq!(results[1], Err("boom".to_owned()));
         assert!(results[2].is_err());
+    }
+
+    /// k8s-openapi's build script refuses two versions; kopgen named one, so the other is the
+    /// library's, and the error names it. Its refusal of none is another error.
+    #[test]
+    fn a_second_kubernetes_version_is_named_as_the_librarys() {
+        let said = "   Compiling k8s-openapi v0.29.0\n\
+            error: failed to run custom build command for `k8s-openapi v0.29.0`\n\n\
+            Caused by:\n  process didn't exit successfully: `build-script-build` (exit status: 101)\n  \
+            --- stderr\n\n  thread 'main' panicked at build.rs:45:13:\n\n  \
+            Both v1_33 and v1_37 features are enabled on the k8s-openapi crate. These feature \
+            indicates which version of Kubernetes the k8s-openapi crate should support.\n";
+        let harness = PathBuf::from("target/kopgen/crdgen");
+        let error = build_failed(Some("1.37"), said, harness.clone());
+        let message = error.to_string();
+        assert!(
+            matches!(&error, CompileError::TwoKubernetesVersions { library, .. } if library == "1.33"),
+            "{message}"
+        );
+        assert!(
+            message.contains("a library it depends on enables 1.33")
+                && message.contains("K8S_OPENAPI_ENABLED_VERSION=1.33")
+                && message.contains("features = [\"v1_33\"]")
+                && !message.contains("Compiling"),
+            "{message}"
+        );
+        // The user named the version (kopgen did not): the build's own error.
+        let error = build_failed(None, said, harness.clone());
+        assert!(matches!(error, CompileError::Build { .. }), "{error}");
+        let none = "error: failed to run custom build command for `k8s-openapi v0.29.0`\n  \
+            None of the v1_* features are enabled on the k8s-openapi crate.\n";
+        let error = build_failed(Some("1.37"), none, harness);
+        assert!(matches!(error, CompileError::Build { .. }), "{error}");
     }
 
     #[test]

@@ -158,9 +158,13 @@ pub enum CompileError {
     )]
     Build { harness: PathBuf, stderr: String },
     #[error(
-        "the crate names no Kubernetes version, so kopgen built it for {version} (K8S_OPENAPI_ENABLED_VERSION), and a library it depends on enables another:\n{stderr}\n  help: run again with K8S_OPENAPI_ENABLED_VERSION set to the library's version (the other one named above), or name that version in the crate's k8s-openapi dev-dependency, which kopgen builds a library with"
+        "the crate names no Kubernetes version, so kopgen built it for {version} (K8S_OPENAPI_ENABLED_VERSION), and a library it depends on enables {library}:\n{stderr}\n  help: run again with K8S_OPENAPI_ENABLED_VERSION={library}, or name that version in the crate's k8s-openapi dev-dependency (features = [\"v1_{minor}\"]), which kopgen builds a library with", minor = library.trim_start_matches("1.")
     )]
-    TwoKubernetesVersions { version: String, stderr: String },
+    TwoKubernetesVersions {
+        version: String,
+        library: String,
+        stderr: String,
+    },
     #[error("kopgen's crdgen program failed ({status}):\n{stderr}")]
     Run { status: String, stderr: String },
 }
