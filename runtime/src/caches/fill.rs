@@ -14,7 +14,7 @@ use tracing::warn;
 
 use super::{
     CHILDREN, Cached, Caches, NAMES, Owners, Pending, Typed, Waiting, Watched, Watching, owner,
-    owner_entry, release,
+    owner_entry, release, unseen::Unseen,
 };
 use crate::{
     Context,
@@ -59,6 +59,8 @@ pub(crate) fn watched<C: Child>(
     let (children_filling, names_filling) = (report(CHILDREN, "children"), report(NAMES, "names"));
     let index = Owners::default();
     let indexed = index.clone();
+    let unseen = Arc::<Unseen>::default();
+    let seen = unseen.clone();
     let cached = {
         let children = children.clone();
         Box::new(move |test: &dyn Fn(&C) -> bool| {
@@ -85,6 +87,7 @@ pub(crate) fn watched<C: Child>(
         move |event| {
             watch::store_packed(&mut writer, event);
             lock(&indexed).apply(event, owner_entry::<C>);
+            seen.follow(event);
             children_filling.applied(event, store.len());
         }
     })
@@ -152,6 +155,7 @@ pub(crate) fn watched<C: Child>(
                     filled: filled_rx,
                     waiting,
                     owners: index,
+                    unseen,
                 }),
             }],
         },

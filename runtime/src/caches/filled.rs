@@ -49,6 +49,7 @@ pub(crate) fn unfilled<C: Child>() -> (Caches, impl FnOnce(Vec<C>, Names<C>)) {
         filled: filled_rx,
         waiting: Waiting::default(),
         owners: owners.clone(),
+        unseen: Arc::default(),
     });
     let caches = Caches {
         kinds: vec![Cached {
@@ -97,5 +98,6 @@ pub(crate) fn filled<C: Child>(children: Vec<Value>, others: Vec<Value>) -> Arc<
         filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
         waiting: Waiting::default(),
         owners,
+        unseen: Arc::default(),
     })
 }

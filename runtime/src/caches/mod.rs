@@ -12,6 +12,7 @@ use std::{
 mod fill;
 #[cfg(any(test, feature = "testing"))]
 mod filled;
+mod unseen;
 
 use futures::{FutureExt, StreamExt, future::BoxFuture, stream::BoxStream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -186,6 +187,12 @@ pub(crate) trait Cache: Send + Sync {
         owner: &OwnerReference,
         owner_namespace: Option<String>,
     );
+    /// This manager just created `namespace/name`: until the children cache shows it,
+    /// [`Cache::unseen`] says so.
+    fn created(&self, namespace: &str, name: &str);
+    /// Whether this manager created `namespace/name` a moment ago and the children cache does
+    /// not show it yet (see [`unseen`]): to create it again would only be refused.
+    fn unseen(&self, namespace: &str, name: &str) -> bool;
     /// Resolves once both caches have had their first list; fails if they stopped before.
     fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>>;
 }
@@ -259,6 +266,8 @@ struct Typed<C: Child> {
     waiting: Waiting,
     /// The cached children by the UID of their controller owner.
     owners: Owners,
+    /// The children created that the children cache does not show yet.
+    unseen: Arc<unseen::Unseen>,
 }
 
 /// Children's keys (namespace, `""` for a cluster-scoped kind, and name) by their controller
@@ -338,6 +347,14 @@ impl<C: Child> Cache for Typed<C> {
                 namespace: owner_namespace,
             });
         }
+    }
+
+    fn created(&self, namespace: &str, name: &str) {
+        self.unseen.created(namespace, name);
+    }
+
+    fn unseen(&self, namespace: &str, name: &str) -> bool {
+        self.unseen.contains(namespace, name)
     }
 
     fn ready(&self) -> BoxFuture<'_, std::result::Result<(), ()>> {

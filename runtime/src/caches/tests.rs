@@ -12,6 +12,7 @@ fn an_owner_waiting_for_a_name_is_released_when_its_holder_changes() {
         filled: tokio::sync::watch::channel(CHILDREN | NAMES).1,
         waiting: Waiting::default(),
         owners: Owners::default(),
+        unseen: Arc::default(),
     };
     let owner = OwnerReference {
         api_version: "example.com/v1".into(),

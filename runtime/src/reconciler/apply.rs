@@ -140,17 +140,24 @@ async fn apply_child<R: Reconcile>(
         error => error,
     };
     let (reason, written) = match &actual {
+        // Created by a reconcile a moment ago, and not in the cache yet: its watch event
+        // brings the owner back once it is.
+        None if cache.unseen(&namespace, &name) => return Ok(key),
         // A create, not an apply: the API server refuses it (409) if an object of this name
         // exists that the caches have not shown yet, so none is ever taken over. Such an
-        // object is this owner's child that the previous reconcile created and the cache does
-        // not show yet, or someone else's: either way the watches bring the owner back once
-        // the cache shows it, and that reconcile decides.
+        // object is this owner's child that another manager's reconcile (a replica before
+        // this one) created, or someone else's: either way the watches bring the owner back
+        // once the cache shows it, and that reconcile decides.
         None => match writer.create(&child).await {
             Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => {
                 cache.wait_for(&namespace, &name, owner, object.namespace());
                 return Ok(key);
             }
-            created => ("Created", created.map_err(refused)?),
+            created => {
+                let created = created.map_err(refused)?;
+                cache.created(&namespace, &name);
+                ("Created", created)
+            }
         },
         Some(actual) if !is_controlled_by(actual, &owner.uid) => return Err(not_owned(cache)),
         Some(actual) if up_to_date(actual, &child, &hash, shared) => return Ok(key),

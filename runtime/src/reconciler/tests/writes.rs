@@ -2,8 +2,8 @@
 //! refuses it, and of the message people read.
 use super::*;
 
-/// A create answered 409 (the previous reconcile created the child, the cache does not
-/// show it yet): not a failure, no `Ready=False`, no Warning; the cache brings it.
+/// A create answered 409 (a reconcile of another replica created the child, the cache does
+/// not show it yet): not a failure, no `Ready=False`, no Warning; the cache brings it.
 #[tokio::test]
 async fn a_child_the_cache_does_not_show_yet_is_no_failure() {
     let object = converged::<ThingReconciler>(&thing("a"));
@@ -18,6 +18,36 @@ async fn a_child_the_cache_does_not_show_yet_is_no_failure() {
     let (action, requests) = converse(scenario, reconcile(Arc::new(object), shared)).await;
     action.expect("no failure");
     assert_eq!(requests.len(), 1, "no status, no event: {requests:?}");
+}
+
+/// A child this manager created a moment ago, which the cache does not show yet, is not
+/// created again by the next reconcile (another child's event, or the owner's, can come
+/// first): the API server would refuse it (409) after its work. Its own event brings the owner
+/// back.
+#[tokio::test]
+async fn a_child_just_created_is_not_created_again_before_the_cache_shows_it() {
+    let object = converged::<ThingReconciler>(&thing("a"));
+    let (shared, mut server) = mock_shared(ThingReconciler, NONE);
+    let collection = "/api/v1/namespaces/testns/configmaps";
+    let events = events_path(&object);
+    let mut child = serde_json::to_value(&applied_children(&object).await[0]).expect("JSON");
+    child["metadata"]["uid"] = json!("child-uid");
+    child["metadata"]["resourceVersion"] = json!("2");
+    let scenario = async move {
+        (server.expect(Method::POST, collection, StatusCode::CREATED, child)).await;
+        server.expect_event(&events, "Created").await;
+        server
+    };
+    let object = Arc::new(object);
+    let twice = async {
+        let first = reconcile(object.clone(), shared.clone()).await;
+        (first, reconcile(object, shared).await)
+    };
+    let ((first, second), requests) = converse(scenario, twice).await;
+    first.expect("created");
+    second.expect("no failure");
+    let creates = (requests.iter()).filter(|r| r.method == Method::POST && r.path == collection);
+    assert_eq!(creates.count(), 1, "created once: {requests:?}");
 }
 
 /// A 422 on a child (a policy webhook, a child CRD that lags) is retried with backoff, not
