@@ -20,7 +20,8 @@
 //! election); `KOPGEN_BENCH_CONCURRENCY=N` runs both with N reconciles at once. `KOPGEN_BENCH_ONLY=kopgen` or `=kubebuilder` runs one side.
 //!
 //! `cargo bench --bench operators -- sharded` runs the sharded mode instead (see `sharded.rs`):
-//! kopgen's operator as one manager, with a warm standby, and over two and three shards.
+//! kopgen's operator as one manager, with a warm standby, and over two and three shards
+//! (`KOPGEN_BENCH_RUNS` there too).
 
 #[path = "operators/audit.rs"]
 mod audit;
@@ -98,13 +99,7 @@ fn main() {
     if !only.contains("kopgen") {
         operators.push(go_operator());
     }
-    // `KOPGEN_BENCH_RUNS=3` runs each size three times, the managers taking turns, and reports
-    // the median of each figure: time to Ready varies by ±10% from run to run on 2 cores.
-    let runs: usize = std::env::var("KOPGEN_BENCH_RUNS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let runs = runs();
     let mut table = format!(
         "| operator | objects | {} |\n|{}\n",
         COLUMNS.map(|(name, _, _)| name).join(" | "),
@@ -212,7 +207,17 @@ fn row(name: &str, count: usize, columns: &[f64; 9]) -> String {
 }
 
 /// Each figure's median over the runs (the upper one of an even count).
-fn median(runs: &[[f64; 9]]) -> [f64; 9] {
+/// `KOPGEN_BENCH_RUNS=3` runs each size three times, the managers (or modes) taking turns, and
+/// reports the median of each figure: time to Ready varies by ±10% from run to run on 2 cores.
+fn runs() -> usize {
+    std::env::var("KOPGEN_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn median<const N: usize>(runs: &[[f64; N]]) -> [f64; N] {
     std::array::from_fn(|i| {
         let mut values: Vec<f64> = runs.iter().map(|r| r[i]).collect();
         values.sort_by(f64::total_cmp);

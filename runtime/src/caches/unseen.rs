@@ -5,52 +5,45 @@
 //! it. client-go's controllers keep "expectations" for the same reason; here they are per
 //! name, and the watch's own events end them.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::{sync::Mutex, time::Duration};
 
 use kube::{ResourceExt, runtime::watcher::Event};
-use tokio::time::Instant;
 
-use crate::{kinds::Child, lock};
+use crate::{kinds::Child, lock, recent::Recent};
 
 /// How long a created child counts as on its way when no event of its name comes: far longer
 /// than a watch takes to show it, and short enough that a child the cache missed (a relist
 /// that ended it counts; nothing else should) is created again by a later reconcile.
-pub(crate) const UNSEEN_FOR: Duration = Duration::from_secs(60);
+const UNSEEN_FOR: Duration = Duration::from_secs(60);
 
-/// Created children by key (namespace, `""` for a cluster-scoped kind, and name), with when.
-#[derive(Default)]
+/// Created children by `namespace/name` (`/name` for a cluster-scoped kind: a name holds no
+/// `/`, so the key is unambiguous).
 pub(crate) struct Unseen {
-    created: Mutex<Created>,
+    created: Mutex<Recent<()>>,
 }
 
-#[derive(Default)]
-struct Created {
-    at: HashMap<(String, String), Instant>,
-    /// When expired entries were last dropped: at most once per [`UNSEEN_FOR`], so that
-    /// noting a create stays O(1) however many there are.
-    swept: Option<Instant>,
+impl Default for Unseen {
+    fn default() -> Self {
+        Self {
+            created: Mutex::new(Recent::keeping(UNSEEN_FOR)),
+        }
+    }
+}
+
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
 }
 
 impl Unseen {
     /// `namespace/name` was created just now.
     pub(crate) fn created(&self, namespace: &str, name: &str) {
-        let now = Instant::now();
-        let mut created = lock(&self.created);
-        if created.swept.is_none_or(|at| now - at >= UNSEEN_FOR) {
-            created.at.retain(|_, at| now - *at < UNSEEN_FOR);
-            created.swept = Some(now);
-        }
-        created
-            .at
-            .insert((namespace.to_owned(), name.to_owned()), now);
+        lock(&self.created).insert(key(namespace, name), ());
     }
 
     /// Whether `namespace/name` was created less than [`UNSEEN_FOR`] ago and no event of it
     /// came since.
     pub(crate) fn contains(&self, namespace: &str, name: &str) -> bool {
-        let created = lock(&self.created);
-        let key = (namespace.to_owned(), name.to_owned());
-        (created.at.get(&key)).is_some_and(|at| at.elapsed() < UNSEEN_FOR)
+        lock(&self.created).get(&key(namespace, name)).is_some()
     }
 
     /// Follows one event of the children's watch: a child it names is seen (or gone), and a
@@ -58,10 +51,12 @@ impl Unseen {
     pub(crate) fn follow<C: Child>(&self, event: &Event<C>) {
         let mut created = lock(&self.created);
         match event {
-            Event::Init => created.at.clear(),
+            Event::Init => created.clear(),
             Event::InitApply(child) | Event::Apply(child) | Event::Delete(child) => {
-                let key = (child.namespace().unwrap_or_default(), child.name_any());
-                created.at.remove(&key);
+                created.remove(&key(
+                    &child.namespace().unwrap_or_default(),
+                    &child.name_any(),
+                ));
             }
             Event::InitDone => {}
         }
@@ -112,6 +107,6 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert!(!unseen.contains("ns", "a"));
         unseen.created("ns", "b");
-        assert_eq!(lock(&unseen.created).at.len(), 1, "the expired one dropped");
+        assert_eq!(lock(&unseen.created).len(), 1, "the expired one dropped");
     }
 }

@@ -142,9 +142,7 @@ pub(crate) async fn run(
         };
         tokio::select! {
             () = release.cancelled() => {
-                member.leave(&shards, drain).await;
-                leadership.lose();
-                report(&metrics, &[false; BUCKETS]);
+                step_down(&member, &shards, &leadership, &metrics, drain).await;
                 return Ok(());
             }
             () = lapse => {
@@ -161,7 +159,7 @@ pub(crate) async fn run(
                 // Bounded by the reconcile timeout: a reconcile is cut off at it.
                 tokio::select! {
                     () = release.cancelled() => {
-                        member.leave(&shards, drain).await;
+                        step_down(&member, &shards, &leadership, &metrics, drain).await;
                         return Ok(());
                     }
                     () = shards.idle() => info!("no reconcile of before the lapse is in flight"),
@@ -170,6 +168,19 @@ pub(crate) async fn run(
             () = tokio::time::sleep(timing.retry_period) => {}
         }
     }
+}
+
+/// On `release`: gives the buckets back, deletes this replica's Lease, and stops writing.
+async fn step_down(
+    member: &Member,
+    shards: &Shards,
+    leadership: &Leadership,
+    metrics: &Metrics,
+    drain: Duration,
+) {
+    member.leave(shards, drain).await;
+    leadership.lose();
+    report(metrics, &[false; BUCKETS]);
 }
 
 /// Tells the metrics which buckets, and ranges, this replica holds.
