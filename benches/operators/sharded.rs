@@ -9,7 +9,8 @@
 //! - the time until every object is Ready at its generation;
 //! - per replica, the peak and steady resident memory, how much of it is anonymous (its own,
 //!   not its executable's pages), and the CPU seconds (the largest of the replicas: the figure
-//!   a pod's requests and limits are set by);
+//!   a pod's requests and limits are set by), and the CPU it spends idle (every object Ready,
+//!   nothing changing: its Lease rounds and timers), in ms per second over 30 s;
 //! - failover: one replica is killed (SIGKILL) and an object it reconciles is changed at once;
 //!   the time from the kill until that change is reconciled (the first write of it or its child
 //!   after the kill, from the API server's audit log), and from when a survivor took the work
@@ -86,6 +87,8 @@ struct Figures {
     steady_rss_kib: u64,
     steady_anonymous_kib: u64,
     cpu: Duration,
+    /// CPU per second of a replica with nothing to do (its Lease rounds, its timers).
+    idle_cpu_per_s: Duration,
     kill_to_reconciled: Duration,
     taken_to_reconciled: Duration,
 }
@@ -122,13 +125,13 @@ pub fn bench() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let (binary, crds) = build_edited_kopgen_operator(scratch.path(), PROJECT, TWO_CHILDREN);
     let mut table = String::from(
-        "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | of it anonymous (MiB) | CPU per replica (s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| mode | objects | replicas | Ready (s) | peak RSS per replica (MiB) | steady RSS per replica (MiB) | of it anonymous (MiB) | CPU per replica (s) | idle CPU per replica (ms/s) | kill → reconciled (s) | taken over → reconciled (s) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let modes = modes();
     let mut ratios = String::new();
     for &count in &counts {
-        let mut results: Vec<Vec<[f64; 7]>> = vec![Vec::new(); modes.len()];
+        let mut results: Vec<Vec<[f64; 8]>> = vec![Vec::new(); modes.len()];
         for round in 1..=runs {
             let mut order: Vec<usize> = (0..modes.len()).collect();
             if round % 2 == 0 {
@@ -177,13 +180,16 @@ pub fn bench() {
     println!("{table}\n{ratios}");
 }
 
+/// How long the replicas are watched idle: CPU time comes in clock ticks of 10 ms.
+const IDLE: Duration = Duration::from_secs(30);
+
 /// The columns of [`Figures::values`] that the ratios use.
 const STEADY_RSS: usize = 2;
 const CPU: usize = 4;
 
 impl Figures {
     /// As shown: seconds and MiB.
-    fn values(&self) -> [f64; 7] {
+    fn values(&self) -> [f64; 8] {
         let mib = |kib: u64| kib as f64 / 1024.0;
         [
             self.ready_after.as_secs_f64(),
@@ -193,20 +199,22 @@ impl Figures {
             self.cpu.as_secs_f64(),
             self.kill_to_reconciled.as_secs_f64(),
             self.taken_to_reconciled.as_secs_f64(),
+            self.idle_cpu_per_s.as_secs_f64() * 1000.0,
         ]
     }
 }
 
 /// One row of the table.
-fn row(label: &str, mode: Mode, count: usize, f: &[f64; 7]) -> String {
+fn row(label: &str, mode: Mode, count: usize, f: &[f64; 8]) -> String {
     format!(
-        "| {label} | {count} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |\n",
+        "| {label} | {count} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |\n",
         mode.replicas(),
         f[0],
         f[1],
         f[2],
         f[3],
         f[4],
+        f[7],
         f[5],
         f[6],
     )
@@ -321,6 +329,16 @@ fn run(assets: &Path, binary: &Path, crds: &Path, mode: Mode, count: usize) -> F
         figures.steady_rss_kib = figures.steady_rss_kib.max(rss);
         figures.steady_anonymous_kib = figures.steady_anonymous_kib.max(anonymous);
         figures.cpu = figures.cpu.max(cpu);
+    }
+
+    // Idle: every object Ready, nothing changes; what each replica spends meanwhile.
+    let before: Vec<Duration> = replicas.iter().map(|r| usage(r.id()).2).collect();
+    thread::sleep(IDLE);
+    for (replica, before) in replicas.iter().zip(before) {
+        let spent = usage(replica.id()).2.saturating_sub(before);
+        figures.idle_cpu_per_s = figures
+            .idle_cpu_per_s
+            .max(spent.div_f64(IDLE.as_secs_f64()));
     }
 
     // Failover: replica 0 (the leader, or a shard's holder) is killed, and one of its objects
