@@ -251,7 +251,7 @@ fn step_down(elector: &Elector, leadership: &Leadership) -> Result<()> {
 }
 
 /// The holder the leader-election Lease names while a group of replicas with shards holds it
-/// (no replica's identity: any member renews it).
+/// (no replica's identity: whichever member renews it).
 pub(crate) const GROUP_HOLDER: &str = "kopgen.io/shards";
 
 /// The leader-election Lease, held by a group of replicas that share the work by shards
@@ -261,41 +261,75 @@ pub(crate) const GROUP_HOLDER: &str = "kopgen.io/shards";
 /// has released the Lease or let it expire. Either way the one that held it stopped writing
 /// first (its renew deadline is shorter than the lease duration), so two modes never write at
 /// once. The group never releases it: a member cannot know that none of the others still
-/// writes, so the Lease expires the lease duration after the last member's renewal.
-pub(crate) struct GroupLease(Elector);
+/// writes, so the Lease expires the lease duration after the last renewal.
+pub(crate) struct GroupLease {
+    elector: Elector,
+    /// The Lease's record as this replica last read or wrote it, and an instant before that
+    /// read or write: a record different from it was written after that instant.
+    looked: Option<(Record, Instant)>,
+}
 
 impl GroupLease {
     pub(crate) fn new(client: Client, election: &LeaderElection) -> Self {
-        Self(Elector {
-            api: Api::namespaced(client, &election.namespace),
-            name: election.lease_name.clone(),
-            identity: GROUP_HOLDER.to_owned(),
-            timing: election.timing,
-            observed: None,
-            told_of_group: false,
-        })
+        Self {
+            elector: Elector {
+                api: Api::namespaced(client, &election.namespace),
+                name: election.lease_name.clone(),
+                identity: GROUP_HOLDER.to_owned(),
+                timing: election.timing,
+                observed: None,
+                told_of_group: false,
+            },
+            looked: None,
+        }
     }
 
-    /// Takes or renews the Lease for the group: whether the group holds it now, renewed since
-    /// this call began (by this replica, or by another member that wrote first).
-    pub(crate) async fn hold(&mut self) -> Result<bool> {
-        if self.0.try_acquire_or_renew().await? {
-            return Ok(true);
+    /// Holds the Lease for the group: from when the group counts as holding it (a write of it
+    /// came after that instant), or `None` when a leader without shards holds it.
+    ///
+    /// One write per round is enough for the whole group: a member that finds the Lease
+    /// renewed for the group since it last looked writes nothing, and counts the hold from that
+    /// look. In steady state one member (the one that sees no renewal but its own) renews it;
+    /// when that member stops, the next one to look finds nothing new and renews it itself.
+    pub(crate) async fn hold(&mut self) -> Result<Option<Instant>> {
+        let began = Instant::now();
+        let elector = &mut self.elector;
+        let lease = elector.request(elector.api.get_opt(&elector.name)).await?;
+        if let (Some(lease), Some((seen, at))) = (&lease, &self.looked) {
+            let record = record_of(lease);
+            // A look long ago would leave too little of the renew deadline: write then.
+            let recent = began - *at < elector.timing.renew_deadline / 2;
+            if record.0.as_deref() == Some(GROUP_HOLDER) && record != *seen && recent {
+                let since = *at;
+                self.looked = Some((record, began));
+                return Ok(Some(since));
+            }
+        }
+        if let Some(written) = elector.take_or_renew(lease).await? {
+            self.looked = Some((record_of(&written), began));
+            return Ok(Some(began));
         }
         // Held by a leader when read; else another write came first (a member's renewal or
         // creation, or a leader's taking of a free or expired Lease), and only the Lease as it
         // is now tells which.
         if self.holder().is_some_and(|holder| holder != GROUP_HOLDER) {
-            return Ok(false);
+            return Ok(None);
         }
-        let lease = self.0.request(self.0.api.get_opt(&self.0.name)).await?;
-        let holder = lease.and_then(|l| l.spec).and_then(|s| s.holder_identity);
-        Ok(holder.as_deref() == Some(GROUP_HOLDER))
+        let elector = &self.elector;
+        let lease = elector.request(elector.api.get_opt(&elector.name)).await?;
+        let record = lease.as_ref().map(record_of);
+        match record {
+            Some(record) if record.0.as_deref() == Some(GROUP_HOLDER) => {
+                self.looked = Some((record, began));
+                Ok(Some(began))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Who held the Lease when it was last read.
     pub(crate) fn holder(&self) -> Option<&str> {
-        let ((holder, _), _) = self.0.observed.as_ref()?;
+        let ((holder, _), _) = self.elector.observed.as_ref()?;
         holder.as_deref()
     }
 }
@@ -314,13 +348,27 @@ struct Elector {
 /// What identifies one renewal of a Lease: its holder and renew time.
 type Record = (Option<String>, Option<MicroTime>);
 
+fn record_of(lease: &Lease) -> Record {
+    let spec = lease.spec.as_ref();
+    let holder = spec.and_then(|s| s.holder_identity.clone());
+    let renewed = spec.and_then(|s| s.renew_time.clone());
+    (holder.filter(|h| !h.is_empty()), renewed)
+}
+
 impl Elector {
     /// Takes the Lease if it is free or expired, renews it if held; `Ok(false)` when another
     /// replica holds it (or took it first).
     async fn try_acquire_or_renew(&mut self) -> Result<bool> {
+        let lease = self.request(self.api.get_opt(&self.name)).await?;
+        Ok(self.take_or_renew(lease).await?.is_some())
+    }
+
+    /// [`Self::try_acquire_or_renew`] on the Lease as just read (`None`: there is none): the
+    /// Lease as written, or `None` when another replica holds it (or wrote first).
+    async fn take_or_renew(&mut self, lease: Option<Lease>) -> Result<Option<Lease>> {
         let now = MicroTime(Timestamp::now());
         let duration = i32::try_from(self.timing.lease_duration.as_secs()).unwrap_or(i32::MAX);
-        let Some(lease) = self.request(self.api.get_opt(&self.name)).await? else {
+        let Some(lease) = lease else {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.name.clone()),
@@ -339,14 +387,14 @@ impl Elector {
                 .request(self.api.create(&PostParams::default(), &lease))
                 .await
             {
-                Ok(_) => Ok(true),
-                Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => Ok(false),
+                Ok(created) => Ok(Some(created)),
+                Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => Ok(None),
                 Err(error) => Err(error),
             };
         };
         let spec = lease.spec.clone().unwrap_or_default();
-        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
-        let record = (holder.clone(), spec.renew_time.clone());
+        let record = record_of(&lease);
+        let holder = record.0.clone();
         let changed = self
             .observed
             .as_ref()
@@ -371,7 +419,7 @@ impl Elector {
                 self.told_of_group = true;
             }
             debug!(holder = ?holder, "the Lease is held");
-            return Ok(false);
+            return Ok(None);
         }
         let transitions = spec.lease_transitions.unwrap_or(0);
         let patch = json!({
@@ -390,8 +438,8 @@ impl Elector {
             .request(self.api.patch(&self.name, &params, &Patch::Merge(patch)))
             .await
         {
-            Ok(_) => Ok(true),
-            Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => Ok(false),
+            Ok(renewed) => Ok(Some(renewed)),
+            Err(Error::Kube(kube::Error::Api(status))) if status.code == 409 => Ok(None),
             Err(error) => Err(error),
         }
     }

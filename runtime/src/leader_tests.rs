@@ -310,13 +310,16 @@ async fn a_leader_and_a_group_with_shards_never_hold_the_lease_at_once() {
     assert!(old.try_acquire_or_renew().await.expect("taken"));
     let mut group = GroupLease::new(client.clone(), &election("unused"));
     for _ in 0..3 {
-        assert!(!group.hold().await.expect("read"), "the leader holds it");
+        assert!(
+            group.hold().await.expect("read").is_none(),
+            "the leader holds it"
+        );
         assert_eq!(group.holder(), Some("leader-a"));
         assert!(old.try_acquire_or_renew().await.expect("renewed"));
     }
     old.release().await.expect("released");
     assert!(
-        group.hold().await.expect("taken"),
+        group.hold().await.expect("taken").is_some(),
         "released: the group takes it"
     );
 
@@ -330,7 +333,7 @@ async fn a_leader_and_a_group_with_shards_never_hold_the_lease_at_once() {
         );
         tokio::time::sleep(FAST.retry_period).await;
         last_group_renewal = Instant::now();
-        assert!(group.hold().await.expect("renewed"));
+        assert!(group.hold().await.expect("renewed").is_some());
     }
     // The members are gone: the Lease expires the lease duration after their last renewal.
     loop {
@@ -341,7 +344,7 @@ async fn a_leader_and_a_group_with_shards_never_hold_the_lease_at_once() {
     }
     assert!(last_group_renewal.elapsed() >= FAST.lease_duration);
     assert!(
-        !group.hold().await.expect("read"),
+        group.hold().await.expect("read").is_none(),
         "the new leader holds it"
     );
     drop(client);
@@ -414,7 +417,70 @@ async fn a_member_that_loses_the_write_to_another_member_still_holds_for_the_gro
         let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
         let server = tokio::spawn(scripted(handle, script));
         let mut group = GroupLease::new(Client::new(service, "testns"), &election("unused"));
-        assert_eq!(group.hold().await.expect("answered"), held, "held by {now}");
+        assert_eq!(
+            group.hold().await.expect("answered").is_some(),
+            held,
+            "held by {now}"
+        );
         server.await.expect("every answer sent");
     }
+}
+
+/// One write of the group's Lease per round, however many members: a member that finds it
+/// renewed since its last look writes nothing and counts the hold from that look (the renewal
+/// it saw came after it); once no other member renews, it renews the Lease itself.
+#[tokio::test]
+async fn a_member_renews_the_groups_lease_only_when_no_other_member_did() {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let written = Arc::<std::sync::Mutex<Vec<Instant>>>::default();
+    let server = tokio::spawn(lease_server_with(
+        handle,
+        usize::MAX,
+        false,
+        written.clone(),
+    ));
+    let client = Client::new(service, "testns");
+    let writes = || written.lock().expect("lock").len();
+    let (mut a, mut b) = (
+        GroupLease::new(client.clone(), &election("unused")),
+        GroupLease::new(client.clone(), &election("unused")),
+    );
+    // When a last looked: between these two instants.
+    let mut a_looked = (Instant::now(), Instant::now());
+    assert!(a.hold().await.expect("created").is_some());
+    a_looked.1 = Instant::now();
+    assert!(
+        b.hold().await.expect("renewed").is_some(),
+        "b renews: a was first"
+    );
+    assert_eq!(writes(), 2);
+    for round in 0..3 {
+        let before = Instant::now();
+        let since = a.hold().await.expect("held").expect("for the group");
+        assert!(
+            a_looked.0 <= since && since <= a_looked.1,
+            "round {round}: from a's last look, not from now"
+        );
+        assert_eq!(
+            writes(),
+            2 + round,
+            "round {round}: a saw b's renewal and wrote nothing"
+        );
+        a_looked = (before, Instant::now());
+        assert!(b.hold().await.expect("renewed").is_some());
+        assert_eq!(
+            writes(),
+            3 + round,
+            "round {round}: b saw none but its own and renewed"
+        );
+    }
+    // b stops: a sees its last renewal, then nothing new, and renews.
+    assert!(a.hold().await.expect("held").is_some());
+    assert_eq!(writes(), 5);
+    let before = Instant::now();
+    let since = a.hold().await.expect("held").expect("for the group");
+    assert!(since >= before, "renewed now");
+    assert_eq!(writes(), 6);
+    drop((a, b, client));
+    server.await.expect("server");
 }

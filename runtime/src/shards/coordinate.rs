@@ -13,9 +13,10 @@
 //!   last renewal it stops writing and gives its buckets up, before the others may think it
 //!   dead; it takes part again, its caches still warm, once every reconcile begun before has
 //!   ended (none of them can write after it holds buckets again) and it renews its Lease;
-//! - the group holds the leader-election Lease too ([`GroupLease`]), renewed with each
-//!   member's own: a manager without shards never leads beside it, and it takes shards only
-//!   once such a leader has stopped (a rolling update that turns shards on or off).
+//! - the group holds the leader-election Lease too ([`GroupLease`]), renewed in each round by
+//!   a member that saw no other member renew it (one, in steady state): a manager without
+//!   shards never leads beside it, and it takes shards only once such a leader has stopped (a
+//!   rolling update that turns shards on or off).
 //!
 //! On shutdown a replica gives its buckets back and deletes its Lease, so the others take over
 //! at their next round instead of after the lease duration.
@@ -80,8 +81,8 @@ pub(crate) async fn run(
         let started = Instant::now();
         // Side by side: one round trip's time, not two, counts against the retry period.
         let renewal = async {
-            let ((), held) = tokio::try_join!(member.renew(), group.hold())?;
-            Ok::<bool, Error>(held)
+            let ((), since) = tokio::try_join!(member.renew(), group.hold())?;
+            Ok::<Option<Instant>, Error>(since)
         };
         // A slow API server's answer counts until the renew deadline, as client-go's does (a
         // replica not yet renewed has no deadline: it waits as long).
@@ -91,12 +92,16 @@ pub(crate) async fn run(
                 .max(timing.retry_period)
         });
         match tokio::time::timeout(patience, renewal).await {
-            Ok(Ok(true)) => {
-                renewed_at = Some(started);
-                leadership.lead_until(started.into_std() + timing.renew_deadline);
+            Ok(Ok(Some(since))) => {
+                // Fenced on the older of the two: this replica's own Lease, renewed after
+                // `started`, and the group's, renewed after `since` (by another member, when
+                // this one saw that and wrote nothing).
+                let from = since.min(started);
+                renewed_at = Some(from);
+                leadership.lead_until(from.into_std() + timing.renew_deadline);
                 waiting = false;
             }
-            Ok(Ok(false)) if renewed_at.is_some() => {
+            Ok(Ok(None)) if renewed_at.is_some() => {
                 // Only a Lease this group let expire can have been taken: stop at once.
                 warn!(
                     lease = %election.lease_name, holder = ?group.holder(),
@@ -106,7 +111,7 @@ pub(crate) async fn run(
                 shards.hold([false; BUCKETS]);
                 return Err(Error::LeadershipLost);
             }
-            Ok(Ok(false)) => {
+            Ok(Ok(None)) => {
                 if !waiting {
                     info!(
                         lease = %election.lease_name, holder = ?group.holder(),
