@@ -206,7 +206,6 @@ fn row(name: &str, count: usize, columns: &[f64; 9]) -> String {
     format!("| {name} | {count} | {} |\n", cells.join(" | "))
 }
 
-/// Each figure's median over the runs (the upper one of an even count).
 /// `KOPGEN_BENCH_RUNS=3` runs each size three times, the managers (or modes) taking turns, and
 /// reports the median of each figure: time to Ready varies by ±10% from run to run on 2 cores.
 fn runs() -> usize {
@@ -217,6 +216,7 @@ fn runs() -> usize {
         .max(1)
 }
 
+/// Each figure's median over the runs (the upper one of an even count).
 fn median<const N: usize>(runs: &[[f64; N]]) -> [f64; N] {
     std::array::from_fn(|i| {
         let mut values: Vec<f64> = runs.iter().map(|r| r[i]).collect();

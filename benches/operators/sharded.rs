@@ -188,7 +188,7 @@ const STEADY_RSS: usize = 2;
 const CPU: usize = 4;
 
 impl Figures {
-    /// As shown: seconds and MiB.
+    /// The table's columns from Ready on, as shown: seconds, MiB and ms per second.
     fn values(&self) -> [f64; 8] {
         let mib = |kib: u64| kib as f64 / 1024.0;
         [
@@ -197,9 +197,9 @@ impl Figures {
             mib(self.steady_rss_kib),
             mib(self.steady_anonymous_kib),
             self.cpu.as_secs_f64(),
+            self.idle_cpu_per_s.as_secs_f64() * 1000.0,
             self.kill_to_reconciled.as_secs_f64(),
             self.taken_to_reconciled.as_secs_f64(),
-            self.idle_cpu_per_s.as_secs_f64() * 1000.0,
         ]
     }
 }
@@ -214,9 +214,9 @@ fn row(label: &str, mode: Mode, count: usize, f: &[f64; 8]) -> String {
         f[2],
         f[3],
         f[4],
-        f[7],
         f[5],
         f[6],
+        f[7],
     )
 }
 
